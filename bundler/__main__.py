@@ -1,0 +1,5 @@
+import sys
+
+from bundler.cli import main
+
+sys.exit(main())

@@ -1,0 +1,159 @@
+"""The command line: parse arguments, run a command, turn errors into one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from bundler import __version__
+from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
+from bundler.pack import PackResult, pack
+from bundler.recipe import find_recipe, shipped_recipes
+from bundler.spec import load_spec
+from bundler.verify import VerifyReport, verify
+
+
+def _size(num: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if num < 1024 or unit == "GiB":
+            return f"{num:.0f} {unit}" if unit == "B" else f"{num:.1f} {unit}"
+        num /= 1024
+    raise AssertionError("unreachable")
+
+
+def _source_override(text: str) -> tuple[str, str]:
+    sid, sep, path = text.partition("=")
+    if not sep or not sid or not path:
+        raise argparse.ArgumentTypeError(f"expected ID=PATH, got {text!r}")
+    return sid, path
+
+
+def cmd_pack(args: argparse.Namespace) -> int:
+    spec = load_spec(Path(args.spec))
+    result = pack(spec, out=Path(args.out) if args.out else None,
+                  overrides=dict(args.source or []), update_lock=args.update_lock)
+    if args.json:
+        print(json.dumps(_pack_summary(result), indent=2))
+    else:
+        _print_pack(result)
+    return EXIT_OK
+
+
+def _pack_summary(result: PackResult) -> dict:
+    manifest = result.manifest
+    return {"out": str(result.out), "lock": str(result.lock_path),
+            "recipe": manifest.recipe["name"], "components": manifest.components,
+            "files": manifest.files, "load_order": manifest.load_order,
+            "total_size": sum(int(f["size"]) for f in manifest.files)}  # type: ignore[call-overload]
+
+
+def _print_pack(result: PackResult) -> None:
+    manifest = result.manifest
+    print(f"packed {manifest.recipe['name']} into {result.out}")
+    print(f"  components: {', '.join(manifest.components)}")
+    for entry in manifest.files:
+        print(f"  {_size(int(entry['size'])):>10}  {entry['path']}  "  # type: ignore[call-overload]
+              f"({entry['component']})")
+    total = sum(int(f["size"]) for f in manifest.files)  # type: ignore[call-overload]
+    print(f"  {_size(total):>10}  total, {len(manifest.files)} files")
+    print(f"  lock: {result.lock_path}")
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    report = verify(Path(args.appdir))
+    if args.json:
+        print(json.dumps(_verify_summary(report), indent=2))
+    else:
+        _print_verify(report)
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _verify_summary(report: VerifyReport) -> dict:
+    return {"app": str(report.app), "manifest": str(report.manifest), "ok": report.ok,
+            "checked": report.checked, "missing": report.missing,
+            "changed": report.changed, "unexpected": report.unexpected}
+
+
+def _print_verify(report: VerifyReport) -> None:
+    for label, items in (("missing", report.missing), ("changed", report.changed),
+                         ("unexpected", report.unexpected)):
+        for item in items:
+            print(f"{label}: {item}")
+    if report.ok:
+        print(f"ok: {report.checked} files match {report.manifest}")
+    else:
+        print(f"{report.app}: the bundle differs from its manifest; hint: re-run "
+              "`bundler pack` (an antivirus may have quarantined a DLL)", file=sys.stderr)
+
+
+def cmd_recipes(args: argparse.Namespace) -> int:
+    if args.name:
+        recipe = find_recipe(args.name, Path.cwd())
+        print(f"{recipe.name}: {recipe.description}")
+        print(f"  platform {recipe.platform}; cuDNN {recipe.cudnn}; CUDA {recipe.cuda}; "
+              f"driver >= {recipe.min_driver}")
+        for source in recipe.sources.values():
+            found_by = f" (found via {', '.join(source.env)})" if source.env else ""
+            print(f"  source {source.id}: {source.kind} {source.file_name}{found_by}")
+        for component in recipe.components.values():
+            requires = f" -> {', '.join(component.requires)}" if component.requires else ""
+            print(f"  component {component.name}: {', '.join(component.files)}{requires}")
+        return EXIT_OK
+    for recipe in shipped_recipes():
+        print(f"{recipe.name:40} cuDNN {recipe.cudnn:10} CUDA {recipe.cuda:6} "
+              f"{recipe.platform}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bundler", description="Make GPU applications carry their own cuDNN runtime.")
+    parser.add_argument("--version", action="version", version=f"bundler {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = commands.add_parser("pack", help="bundle the runtime into the app folder",
+                            description="Pack an app with its own cuDNN runtime, as the "
+                            "spec says; writes dist/<app name>/ and SPEC.lock.")
+    p.add_argument("spec", metavar="SPEC", help="the app spec (TOML), e.g. app.spec")
+    p.add_argument("--out", metavar="DIR", help="bundle folder (default: dist/<app name> "
+                   "beside the spec)")
+    p.add_argument("--source", metavar="ID=PATH", action="append", type=_source_override,
+                   help="where a recipe source is on this machine (overrides [sources])")
+    p.add_argument("--update-lock", action="store_true",
+                   help="accept inputs that differ from the lock and rewrite it")
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    p.set_defaults(run=cmd_pack)
+
+    v = commands.add_parser("verify", help="re-hash a bundle against its manifest",
+                            description="Check every bundled file against manifest.json; "
+                            "exit 1 if any is missing, changed or unexpected.")
+    v.add_argument("appdir", metavar="APPDIR")
+    v.add_argument("--json", action="store_true", help="print a JSON report")
+    v.set_defaults(run=cmd_verify)
+
+    r = commands.add_parser("recipes", help="list the shipped recipes, or show one")
+    r.add_argument("name", nargs="?", metavar="NAME")
+    r.set_defaults(run=cmd_recipes)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except BundlerError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"bundler: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("bundler: interrupted; nothing was changed", file=sys.stderr)
+        return 130

@@ -1,0 +1,113 @@
+"""Emit: write the app folder's bundler-made parts — bootstrap, entry line, manifest."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+from bundler.errors import SpecError
+from bundler.recipe import Recipe
+from bundler.resolve import ResolvedRuntime
+
+BOOTSTRAP_NAME = "_cudnn_bootstrap.py"
+MANIFEST_NAME = "manifest.json"
+MANIFEST_FORMAT = 1
+INJECT_MARKER = "# bundler: load the bundled cuDNN runtime first"
+
+# Loaded by path, not `import _cudnn_bootstrap`: the embeddable CPython's ._pth
+# file keeps the script's folder off sys.path. Registered in sys.modules so the
+# app can still `import _cudnn_bootstrap` to call report().
+_INJECTED = f'''{INJECT_MARKER} (added by `bundler pack`)
+import importlib.util as _bundler_util, os.path as _bundler_path, sys as _bundler_sys
+_bundler_spec = _bundler_util.spec_from_file_location("_cudnn_bootstrap", _bundler_path.join(
+    _bundler_path.dirname(_bundler_path.abspath(__file__)), "{BOOTSTRAP_NAME}"))
+_bundler_sys.modules["_cudnn_bootstrap"] = _bundler_util.module_from_spec(_bundler_spec)
+_bundler_spec.loader.exec_module(_bundler_sys.modules["_cudnn_bootstrap"])
+del _bundler_util, _bundler_path, _bundler_sys, _bundler_spec
+'''
+
+
+def bootstrap_text(runtime_dir: str) -> str:
+    """The bootstrap's source with the app's runtime folder filled in."""
+    text = resources.files("bundler").joinpath("bootstrap.py").read_text(encoding="utf-8")
+    default = 'RUNTIME_DIR = "cudnn"'
+    assert default in text, "bootstrap.py lost its RUNTIME_DIR line"
+    return text.replace(default, f"RUNTIME_DIR = {json.dumps(runtime_dir)}", 1)
+
+
+def write_bootstrap(path: Path, runtime_dir: str) -> str:
+    data = bootstrap_text(runtime_dir).encode("utf-8")
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def inject_entry(entry: Path) -> None:
+    """Add the bootstrap lines to the entry script, after its docstring and
+    `from __future__` imports (which must stay first), before anything else."""
+    try:
+        source = entry.read_text(encoding="utf-8")
+        tree = ast.parse(source, filename=str(entry))
+    except FileNotFoundError:
+        raise SpecError(f"{entry}: app.entry does not exist in the app folder",
+                        "set app.entry to the script inside app.path") from None
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{entry}: the entry script cannot be parsed ({exc})",
+                        "fix the script, or omit app.entry for a native app") from None
+    if INJECT_MARKER in source:
+        return
+    lines = source.splitlines(keepends=True)
+    at = _insertion_line(tree)
+    if at and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    entry.write_text("".join(lines[:at]) + _INJECTED + "".join(lines[at:]), encoding="utf-8")
+
+
+def _insertion_line(tree: ast.Module) -> int:
+    at = 0
+    for index, node in enumerate(tree.body):
+        docstring = (index == 0 and isinstance(node, ast.Expr)
+                     and isinstance(node.value, ast.Constant)
+                     and isinstance(node.value.value, str))
+        future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        if not (docstring or future):
+            break
+        at = node.end_lineno or node.lineno
+    return at
+
+
+@dataclass(frozen=True)
+class Manifest:
+    recipe: dict[str, str]
+    platform: str
+    versions: dict[str, str]
+    runtime_dir: str
+    components: list[str]
+    files: list[dict[str, object]]
+    load_order: list[str]
+    bootstrap: dict[str, str]
+    format: int = MANIFEST_FORMAT
+
+    def to_bytes(self) -> bytes:
+        """Deterministic: sorted keys, no timestamps, so equal inputs give equal bytes."""
+        return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
+                   resolved: ResolvedRuntime, bootstrap: dict[str, str]) -> Manifest:
+    files = sorted((asdict(f) for f in resolved.files), key=lambda f: str(f["relpath"]))
+    for entry in files:
+        entry["path"] = entry.pop("relpath")
+    return Manifest(
+        recipe={"name": recipe.name, "sha256": recipe.sha256},
+        platform=recipe.platform,
+        versions={"cudnn": recipe.cudnn, "cuda": recipe.cuda, "min_driver": recipe.min_driver},
+        runtime_dir=runtime_dir, components=components, files=files,
+        load_order=resolved.load_order, bootstrap=bootstrap)
+
+
+def read_manifest(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,76 @@
+"""The lock (`app.spec.lock`): pins the recipe, each source and each file by sha256.
+
+A later pack whose inputs differ fails with what changed, unless --update-lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bundler.errors import LockError
+
+LOCK_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Lock:
+    recipe: dict[str, str]
+    sources: dict[str, dict[str, str]]
+    files: dict[str, str]
+    format: int = LOCK_FORMAT
+
+    def to_bytes(self) -> bytes:
+        return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def read_lock(path: Path) -> Lock | None:
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
+                    format=data.get("format", LOCK_FORMAT))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LockError(f"{path}: not a valid lock file ({exc})",
+                        "delete it and pack again, or pass --update-lock") from None
+
+
+def differences(old: Lock, new: Lock) -> list[str]:
+    changes = []
+    if old.recipe != new.recipe:
+        changes.append(f"recipe {old.recipe.get('name')} -> {new.recipe.get('name')}"
+                       if old.recipe.get("name") != new.recipe.get("name")
+                       else f"recipe {new.recipe.get('name')} file changed")
+    changes += _dict_changes("source", old.sources, new.sources)
+    changes += _dict_changes("file", old.files, new.files)
+    return changes
+
+
+def _dict_changes(what: str, old: dict, new: dict) -> list[str]:
+    changes = [f"{what} {key} changed" for key in sorted(set(old) & set(new))
+               if old[key] != new[key]]
+    changes += [f"{what} {key} removed" for key in sorted(set(old) - set(new))]
+    changes += [f"{what} {key} added" for key in sorted(set(new) - set(old))]
+    return changes
+
+
+def check_lock(path: Path, new: Lock, update: bool) -> None:
+    """Refuse inputs that differ from the lock, unless the user asked to update it."""
+    old = read_lock(path)
+    if old is None or update:
+        return
+    changes = differences(old, new)
+    if changes:
+        shown = "; ".join(changes[:6]) + (f"; and {len(changes) - 6} more"
+                                          if len(changes) > 6 else "")
+        raise LockError(f"{path}: the inputs differ from the lock: {shown}",
+                        "if the change is intended, pack again with --update-lock")
+
+
+def write_lock(path: Path, lock: Lock) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_bytes(lock.to_bytes())
+    os.replace(temporary, path)

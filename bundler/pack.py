@@ -1,0 +1,87 @@
+"""`bundler pack`: spec -> recipe -> sources -> stage -> resolve -> emit -> lock.
+
+Each stage is its own module and passes plain data; this module only runs them
+in order, inside an atomic output folder, so a failure changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler.build_folder import build_folder_app
+from bundler.emit import MANIFEST_NAME, Manifest, build_manifest
+from bundler.lock import Lock, check_lock, write_lock
+from bundler.output import refuse_unsafe_target, staged_output
+from bundler.recipe import Recipe, find_recipe
+from bundler.resolve import resolve
+from bundler.sources import Source, close_all, open_sources
+from bundler.spec import Spec
+from bundler.stage import StagedFile, stage_files
+
+# A builder makes the app in the staging folder and says where the bootstrap's
+# folder is (the runtime goes inside it) and the bootstrap's manifest entry.
+Builder = Callable[[Spec, Path, Path], "tuple[Path, dict[str, str]]"]
+BUILDERS: dict[str, Builder] = {"folder": build_folder_app}
+
+
+@dataclass(frozen=True)
+class PackResult:
+    out: Path
+    manifest: Manifest
+    lock_path: Path
+    lock_written: bool
+
+
+def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
+         update_lock: bool = False, environ: Mapping[str, str] | None = None) -> PackResult:
+    recipe = find_recipe(spec.recipe, spec.folder)
+    components = recipe.select(spec.components)
+    files = recipe.files_for(components)
+    target = (out or spec.default_out()).resolve()
+    refuse_unsafe_target(target, _protected(spec), f"{spec.runtime_dir}/{MANIFEST_NAME}")
+    given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
+    given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
+    sources = open_sources(recipe, {f.source for f in files}, given, spec.folder,
+                           environ if environ is not None else _environ())
+    try:
+        with staged_output(target) as staging:
+            app_root, bootstrap = BUILDERS[spec.builder](spec, staging, target)
+            staged = stage_files(files, sources, app_root / spec.runtime_dir,
+                                 spec.runtime_dir)
+            for source in sources.values():
+                source.check_rest({f.member for f in files if f.source == source.id})
+            origins = {sid: str(s.location) for sid, s in sources.items()}
+            resolved = resolve(recipe, components, staged, origins)
+            manifest = build_manifest(recipe, [c.name for c in components], spec.runtime_dir,
+                                      resolved, bootstrap)
+            (app_root / spec.runtime_dir / MANIFEST_NAME).write_bytes(manifest.to_bytes())
+            lock = _lock(recipe, sources, staged)
+            check_lock(spec.lock_path, lock, update_lock)
+    finally:
+        close_all(sources)
+    write_lock(spec.lock_path, lock)
+    return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path,
+                      lock_written=True)
+
+
+def _protected(spec: Spec) -> list[Path]:
+    return [spec.folder] + ([spec.app_path] if spec.app_path else [])
+
+
+def _lock(recipe: Recipe, sources: Mapping[str, Source], staged: list[StagedFile]) -> Lock:
+    by_source: dict[str, dict[str, str]] = {sid: {} for sid in sources}
+    for item in staged:
+        by_source[item.file.source][item.file.member] = item.sha256
+    return Lock(
+        recipe={"name": recipe.name, "sha256": recipe.sha256},
+        sources={sid: {"kind": s.spec.kind, "sha256": s.identity(by_source[sid])}
+                 for sid, s in sorted(sources.items())},
+        files={item.relpath: item.sha256 for item in staged})
+
+
+def _environ() -> Mapping[str, str]:
+    import os
+
+    return os.environ

@@ -1,0 +1,76 @@
+"""Facts about a PE file (DLL or EXE) that the pack checks need.
+
+pefile is opened with fast_load and only the import, delay-import and resource
+directories are parsed: runtime DLLs reach 600 MB, and the sections hold nothing
+these checks need. pefile maps the file rather than reading it into memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pefile
+
+from bundler.errors import CheckError
+
+MACHINES = {0x8664: "AMD64", 0x14C: "I386", 0xAA64: "ARM64", 0x1C4: "ARMNT"}
+PLATFORM_MACHINE = {"win-amd64": "AMD64"}
+
+_DIRECTORIES = [pefile.DIRECTORY_ENTRY[name] for name in (
+    "IMAGE_DIRECTORY_ENTRY_IMPORT", "IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT",
+    "IMAGE_DIRECTORY_ENTRY_RESOURCE")]
+
+
+@dataclass(frozen=True)
+class PEInfo:
+    machine: str
+    is_dll: bool
+    file_version: str
+    product_version: str
+    imports: tuple[str, ...]
+    delay_imports: tuple[str, ...]
+
+    @property
+    def all_imports(self) -> tuple[str, ...]:
+        return self.imports + self.delay_imports
+
+
+def is_pe(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"MZ"
+
+
+def read_pe(path: Path) -> PEInfo:
+    try:
+        image = pefile.PE(str(path), fast_load=True)
+    except (pefile.PEFormatError, OSError) as exc:
+        raise CheckError(f"{path}: not a valid Windows DLL ({exc})",
+                         "the file is damaged or not a DLL: get the original again") from None
+    try:
+        image.parse_data_directories(directories=_DIRECTORIES)
+        machine = image.FILE_HEADER.Machine
+        return PEInfo(
+            machine=MACHINES.get(machine, hex(machine)),
+            is_dll=image.is_dll(),
+            file_version=_fixed_version(image, "File"),
+            product_version=_fixed_version(image, "Product"),
+            imports=_names(getattr(image, "DIRECTORY_ENTRY_IMPORT", [])),
+            delay_imports=_names(getattr(image, "DIRECTORY_ENTRY_DELAY_IMPORT", [])),
+        )
+    finally:
+        image.close()
+
+
+def _names(entries: list) -> tuple[str, ...]:
+    return tuple(entry.dll.decode("ascii", "replace") for entry in entries)
+
+
+def _fixed_version(image: pefile.PE, kind: str) -> str:
+    """The numeric version from VS_FIXEDFILEINFO (the string table is free text)."""
+    infos = getattr(image, "VS_FIXEDFILEINFO", None)
+    if not infos:
+        return ""
+    info = infos[0]
+    high, low = getattr(info, f"{kind}VersionMS"), getattr(info, f"{kind}VersionLS")
+    return f"{high >> 16}.{high & 0xFFFF}.{low >> 16}.{low & 0xFFFF}"

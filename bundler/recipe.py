@@ -1,0 +1,258 @@
+"""Recipes: the knowledge of one runtime, loaded from `recipes/*.toml`.
+
+A recipe says which sources a runtime comes from, which files each component
+takes from them, what each component requires, and what is never shipped. Code
+elsewhere reads these facts; it never hard-codes a runtime.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path, PurePosixPath
+
+from bundler.errors import RecipeError
+from bundler.tomlfile import Table, load_toml
+
+SOURCE_KINDS = ("archive", "toolkit", "folder", "wheel")
+LICENCE_COMPONENT = "licence"
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What a recipe knows of one input: its kind, how to recognise it, what it holds."""
+
+    id: str
+    kind: str
+    contents: tuple[str, ...]
+    file_name: str = ""
+    sha256: str = ""
+    root: str = ""
+    env: tuple[str, ...] = ()
+    package: str = ""
+    version: str = ""
+    platform_tag: str = ""
+
+
+@dataclass(frozen=True)
+class RuntimeFile:
+    """One file that ships in the runtime folder, and where it comes from."""
+
+    name: str
+    source: str
+    member: str
+    component: str
+    version: str = ""
+    loads: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    files: tuple[str, ...]
+    requires: tuple[str, ...]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    platform: str
+    description: str
+    cudnn: str
+    cuda: str
+    min_driver: str
+    sources: dict[str, SourceSpec]
+    components: dict[str, Component]
+    files: dict[str, RuntimeFile]
+    licences: tuple[RuntimeFile, ...]
+    never_bundle: tuple[str, ...]
+    path: Path
+    sha256: str
+    driver_note: str = ""
+
+    @property
+    def cuda_major(self) -> int:
+        return int(self.cuda.split(".")[0])
+
+    def select(self, wanted: list[str] | None) -> list[Component]:
+        """The wanted components and everything they require, in recipe order."""
+        if not wanted:
+            return list(self.components.values())
+        chosen: set[str] = set()
+        pending = list(wanted)
+        while pending:
+            name = pending.pop()
+            if name not in self.components:
+                known = ", ".join(self.components)
+                raise RecipeError(f"recipe {self.name} has no component '{name}'",
+                                  f"choose from: {known}")
+            if name not in chosen:
+                chosen.add(name)
+                pending.extend(self.components[name].requires)
+        return [c for c in self.components.values() if c.name in chosen]
+
+    def files_for(self, components: list[Component]) -> list[RuntimeFile]:
+        """Runtime files of the components, then the licences of the sources they use."""
+        files = [self.files[name] for c in components for name in c.files]
+        used_sources = {f.source for f in files}
+        return files + [lic for lic in self.licences if lic.source in used_sources]
+
+    def is_never_bundled(self, dll_name: str) -> bool:
+        return _matches(dll_name, self.never_bundle)
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    lowered = name.lower()
+    return any(fnmatch.fnmatchcase(lowered, p.lower()) for p in patterns)
+
+
+def shipped_recipe_dir() -> Path:
+    # A wheel carries the top-level recipes/ folder as package data (bundler.recipes);
+    # a source checkout, or an editable install of one, has it beside the package.
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "recipes").is_dir():
+        return checkout / "recipes"
+    return Path(str(resources.files("bundler.recipes")))
+
+
+def shipped_recipes() -> list[Recipe]:
+    return [load_recipe_file(p) for p in sorted(shipped_recipe_dir().glob("*.toml"))]
+
+
+def find_recipe(name_or_path: str, relative_to: Path) -> Recipe:
+    """A shipped recipe by name, or a recipe file by path (relative to the spec)."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path or "\\" in name_or_path:
+        return load_recipe_file((relative_to / name_or_path).resolve())
+    candidate = shipped_recipe_dir() / f"{name_or_path}.toml"
+    if candidate.is_file():
+        return load_recipe_file(candidate)
+    known = ", ".join(r.name for r in shipped_recipes())
+    raise RecipeError(f"no shipped recipe is named '{name_or_path}'",
+                      f"use one of: {known} (bundler recipes), or a path to a recipe file")
+
+
+def load_recipe_file(path: Path) -> Recipe:
+    data = load_toml(path, RecipeError, "recipe")
+    top = Table(data, path, "", RecipeError)
+    name = top.take("name", str)
+    platform = top.take("platform", str)
+    description = top.take("description", str, "")
+    versions = top.table("versions")
+    cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
+    min_driver = versions.take("min_driver", str)
+    driver_note = versions.take("driver_note", str, "")
+    versions.done()
+    sources = {sid: _source(sid, t) for sid, t in top.tables("sources").items()}
+    file_facts = top.tables("files")
+    components, files = _components(top, sources, file_facts)
+    licences = tuple(_file_ref(ref, LICENCE_COMPONENT, sources, top)
+                     for ref in top.take("licences", list, []))
+    never_bundle = tuple(top.take_str_list("never_bundle", []))
+    redistributable = tuple(top.take_str_list("redistributable"))
+    top.done()
+    for leftover in file_facts:
+        raise RecipeError(f"{path}: [files.\"{leftover}\"] is not a file of any component",
+                          "add it to a component's files or remove the table")
+    recipe = Recipe(name=name, platform=platform, description=description, cudnn=cudnn,
+                    cuda=cuda, min_driver=min_driver, sources=sources,
+                    components=components, files=files, licences=licences,
+                    never_bundle=never_bundle, path=path,
+                    sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                    driver_note=driver_note)
+    _check_consistency(recipe, redistributable)
+    return recipe
+
+
+def _source(sid: str, table: Table) -> SourceSpec:
+    kind = table.take("kind", str)
+    if kind not in SOURCE_KINDS:
+        raise RecipeError(f"{table.path}: [sources.{sid}] kind '{kind}' is unknown",
+                          f"use one of: {', '.join(SOURCE_KINDS)}")
+    spec = SourceSpec(
+        id=sid, kind=kind, contents=tuple(table.take_str_list("contents", [])),
+        file_name=table.take("file_name", str, ""), sha256=table.take("sha256", str, ""),
+        root=table.take("root", str, ""), env=tuple(table.take_str_list("env", [])),
+        package=table.take("package", str, ""), version=table.take("version", str, ""),
+        platform_tag=table.take("platform_tag", str, ""))
+    table.done()
+    return spec
+
+
+def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
+              top: Table) -> RuntimeFile:
+    """Parse "source:member" or {source, member, as} into a RuntimeFile."""
+    if isinstance(ref, str) and ":" in ref:
+        source, member = ref.split(":", 1)
+        target = ""
+    elif isinstance(ref, dict):
+        entry = Table(ref, top.path, f"{component} file", RecipeError)
+        source, member = entry.take("source", str), entry.take("member", str)
+        target = entry.take("as", str, "")
+        entry.done()
+    else:
+        raise RecipeError(f"{top.path}: file reference {ref!r} in '{component}' is not "
+                          "\"source:member\" or {source, member, as}",
+                          'write e.g. "cudnn:bin/cudnn64_8.dll"')
+    if source not in sources:
+        raise RecipeError(f"{top.path}: '{component}' takes {member} from unknown source "
+                          f"'{source}'", f"define [sources.{source}]")
+    return RuntimeFile(name=target or PurePosixPath(member).name, source=source,
+                       member=member, component=component)
+
+
+def _with_facts(runtime_file: RuntimeFile, facts: Table | None) -> RuntimeFile:
+    """Add what [files."NAME"] says: the expected version and run-time loads."""
+    if facts is None:
+        return runtime_file
+    version = facts.take("version", str, "")
+    loads = tuple(facts.take_str_list("loads", []))
+    facts.done()
+    return replace(runtime_file, version=version, loads=loads)
+
+
+def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str, Table]
+                ) -> tuple[dict[str, Component], dict[str, RuntimeFile]]:
+    components: dict[str, Component] = {}
+    files: dict[str, RuntimeFile] = {}
+    for cname, table in top.tables("components").items():
+        names = []
+        for ref in table.take("files", list):
+            runtime_file = _file_ref(ref, cname, sources, top)
+            runtime_file = _with_facts(runtime_file, file_facts.pop(runtime_file.name, None))
+            if runtime_file.name in files:
+                raise RecipeError(f"{top.path}: {runtime_file.name} is listed by both "
+                                  f"'{files[runtime_file.name].component}' and '{cname}'",
+                                  "list each file in one component")
+            files[runtime_file.name] = runtime_file
+            names.append(runtime_file.name)
+        components[cname] = Component(
+            name=cname, files=tuple(names),
+            requires=tuple(table.take_str_list("requires", [])),
+            description=table.take("description", str, ""))
+        table.done()
+    return components, files
+
+
+def _check_consistency(recipe: Recipe, redistributable: tuple[str, ...]) -> None:
+    where = recipe.path
+    for component in recipe.components.values():
+        for required in component.requires:
+            if required not in recipe.components:
+                raise RecipeError(f"{where}: component '{component.name}' requires unknown "
+                                  f"component '{required}'", "fix the requires list")
+    for runtime_file in recipe.files.values():
+        if not _matches(runtime_file.name, redistributable):
+            raise RecipeError(f"{where}: {runtime_file.name} is not redistributable "
+                              f"(allowed: {', '.join(redistributable)})",
+                              "headers and import libraries never go into an app")
+        if recipe.is_never_bundled(runtime_file.name):
+            raise RecipeError(f"{where}: {runtime_file.name} is a driver or system DLL and "
+                              "is never bundled", "remove it from the components")
+    for item in (*recipe.files.values(), *recipe.licences):
+        source = recipe.sources[item.source]
+        if source.contents and item.member not in source.contents:
+            raise RecipeError(f"{where}: {item.member} is not in the contents of source "
+                              f"'{source.id}'", "add it to contents or fix the member path")

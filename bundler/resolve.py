@@ -1,0 +1,160 @@
+"""Resolve: check each staged runtime DLL and work out the order to load them in.
+
+Checks (DESIGN.md, "Checks at pack time"): the machine type fits the platform,
+the version resource matches the recipe, every static import is bundled or is a
+known Windows/driver DLL, and no DLL was built for another CUDA major.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bundler.errors import CheckError
+from bundler.pe import PLATFORM_MACHINE, PEInfo, is_pe, read_pe
+from bundler.recipe import Component, Recipe
+from bundler.stage import StagedFile
+from bundler.windows import WindowsFacts, windows_facts
+
+
+@dataclass(frozen=True)
+class BundledFile:
+    """A staged file with the facts the manifest records."""
+
+    relpath: str
+    name: str
+    size: int
+    sha256: str
+    component: str
+    source: str
+    machine: str
+    version: str
+
+
+@dataclass(frozen=True)
+class ResolvedRuntime:
+    files: list[BundledFile]
+    load_order: list[str]   # relpaths of the DLLs, dependencies first
+
+
+def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile],
+            origins: Mapping[str, str]) -> ResolvedRuntime:
+    """`origins` maps a source id to where it was read from, for the error message."""
+    infos = {s.file.name: read_pe(s.path) for s in staged if is_pe(s.path)}
+    found = _check_all(recipe, staged, infos, windows_facts())
+    if found:
+        where = ", ".join(sorted({origins[item.file.source] for item, _ in found}))
+        problems = [problem for _, problem in found]
+        raise CheckError(f"{where}: {'; '.join(problems)}", _hint(problems, recipe))
+    files = [_bundled(s, infos.get(s.file.name)) for s in staged]
+    order = load_order(recipe, components, infos)
+    relpath = {s.file.name: s.relpath for s in staged}
+    return ResolvedRuntime(files=files, load_order=[relpath[name] for name in order])
+
+
+def _bundled(staged: StagedFile, info: PEInfo | None) -> BundledFile:
+    return BundledFile(relpath=staged.relpath, name=staged.file.name, size=staged.size,
+                       sha256=staged.sha256, component=staged.file.component,
+                       source=staged.file.source, machine=info.machine if info else "",
+                       version=info.file_version if info else "")
+
+
+def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo],
+               facts: WindowsFacts) -> list[tuple[StagedFile, str]]:
+    bundled = {name.lower() for name in infos}
+    found = []
+    for item in staged:
+        name = item.file.name
+        if name.lower().endswith(".dll") and name not in infos:
+            found.append((item, f"{name} is not a Windows DLL"))
+        elif name in infos:
+            found += [(item, problem) for problem in _check_one(
+                recipe, name, item.file.version, infos[name], bundled, facts)]
+    return found
+
+
+def _check_one(recipe: Recipe, name: str, expected_version: str, info: PEInfo,
+               bundled: set[str], facts: WindowsFacts) -> list[str]:
+    problems = []
+    wanted_machine = PLATFORM_MACHINE.get(recipe.platform)
+    if wanted_machine and info.machine != wanted_machine:
+        problems.append(f"{name} is a {info.machine} DLL, not {wanted_machine} "
+                        f"({'32-bit' if info.machine == 'I386' else 'wrong architecture'})")
+        return problems  # its imports would only repeat the same story
+    if expected_version and info.file_version != expected_version:
+        problems.append(f"{name} has version {info.file_version or 'none'}, the recipe "
+                        f"expects {expected_version}")
+    for imported in info.all_imports:
+        problem = _check_import(recipe, name, imported, bundled, facts)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def _check_import(recipe: Recipe, name: str, imported: str, bundled: set[str],
+                  facts: WindowsFacts) -> str:
+    lowered = imported.lower()
+    if lowered in bundled or facts.is_system(lowered) or recipe.is_never_bundled(lowered):
+        return ""
+    major = facts.cuda_major_of(lowered)
+    if major is not None and major != recipe.cuda_major:
+        return (f"{name} imports {imported}, a CUDA {major} library: it is a build for "
+                f"CUDA {major}, not CUDA {recipe.cuda}")
+    owner = next((f for f in recipe.files.values() if f.name.lower() == lowered), None)
+    if owner is not None:
+        return (f"{name} imports {imported} of component '{owner.component}', which is "
+                "not selected")
+    return f"{name} imports {imported}, which is neither bundled nor a Windows/driver DLL"
+
+
+def _hint(problems: list[str], recipe: Recipe) -> str:
+    text = " ".join(problems)
+    if "32-bit" in text or "wrong architecture" in text:
+        return f"use the 64-bit ({recipe.platform}) download of the runtime"
+    if "a build for CUDA" in text:
+        return f"use the cuDNN build for CUDA {recipe.cuda}, or a recipe for that CUDA"
+    if "not selected" in text:
+        return "add the component to [runtime] components, or fix the recipe's requires"
+    if "has version" in text:
+        return "the source holds another release than the recipe names: use the right one"
+    return "the source does not match the recipe: check you have the right download"
+
+
+def load_order(recipe: Recipe, components: list[Component],
+               infos: dict[str, PEInfo]) -> list[str]:
+    """DLL names, dependencies first: static imports plus component requirements.
+
+    Ties break by name so the order (and so the manifest) is deterministic.
+    """
+    by_lower = {name.lower(): name for name in infos}
+    depends: dict[str, set[str]] = {name: set() for name in infos}
+    for name, info in infos.items():
+        depends[name] |= {by_lower[i.lower()] for i in info.all_imports
+                          if i.lower() in by_lower and by_lower[i.lower()] != name}
+    for component in components:
+        needed = {f for req in component.requires for f in recipe.components[req].files}
+        for name in component.files:
+            if name in depends:
+                depends[name] |= {f for f in needed if f in depends and f != name}
+    return _topological(depends)
+
+
+def _topological(depends: dict[str, set[str]]) -> list[str]:
+    waiting = {name: set(deps) for name, deps in depends.items()}
+    ready = [(name.lower(), name) for name, deps in waiting.items() if not deps]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        _, name = heapq.heappop(ready)
+        order.append(name)
+        for other, deps in waiting.items():
+            if name in deps:
+                deps.discard(name)
+                if not deps:
+                    heapq.heappush(ready, (other.lower(), other))
+    if len(order) != len(depends):
+        stuck = sorted(set(depends) - set(order))
+        raise CheckError(f"the runtime DLLs depend on each other in a cycle: "
+                         f"{', '.join(stuck)}", "fix the recipe's component requires")
+    return order

@@ -1,0 +1,172 @@
+"""Sources: where this machine keeps the inputs a recipe names.
+
+Each source kind knows how to find its input, check it holds what the recipe
+expects, and stream a member's bytes. The rest of the pipeline sees only the
+`Source` interface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from bundler.archive import ZipArchive
+from bundler.errors import SourceError
+from bundler.hashing import CHUNK, sha256_file
+from bundler.recipe import Recipe, SourceSpec
+
+
+class Source:
+    """One opened input. Subclasses implement finding, checking and reading members."""
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
+        self.spec = spec
+        self.location = location
+        self.origin = origin  # where the location came from: the spec, --source, an env var
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def read_chunks(self, member: str) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def size(self, member: str) -> int:
+        raise NotImplementedError
+
+    def check_rest(self, taken: set[str]) -> None:
+        """Check what the pack will not read (e.g. other members' CRCs)."""
+
+    def identity(self, member_hashes: Mapping[str, str]) -> str:
+        """A sha256 that changes whenever this input changes, for the lock."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release open files."""
+
+    def _missing(self, names: list[str], hint: str) -> SourceError:
+        listed = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
+        return SourceError(f"{self.location}: source '{self.id}' ({self.origin}) lacks "
+                           f"{len(names)} expected file(s): {listed}", hint)
+
+
+class ArchiveSource(Source):
+    """A zip such as NVIDIA's cuDNN download: members under a root folder."""
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
+        super().__init__(spec, location, origin)
+        self._archive = ZipArchive(location)
+        self._prefix = f"{spec.root.strip('/')}/" if spec.root else ""
+        missing = [m for m in spec.contents if self._prefix + m not in self._archive.members]
+        if missing:
+            raise self._missing(missing, "this is not the archive the recipe expects, or it "
+                                "is incomplete: download it again")
+        self._sha256 = ""
+
+    def read_chunks(self, member: str) -> Iterator[bytes]:
+        return self._archive.read_chunks(self._prefix + member)
+
+    def size(self, member: str) -> int:
+        return self._archive.members[self._prefix + member].size
+
+    def check_rest(self, taken: set[str]) -> None:
+        for name in sorted(self._archive.members):
+            if name[len(self._prefix):] not in taken:
+                self._archive.check_member(name)
+
+    def identity(self, member_hashes: Mapping[str, str]) -> str:
+        if not self._sha256:
+            self._sha256 = sha256_file(self.location)
+            if self.spec.sha256 and self._sha256 != self.spec.sha256:
+                raise SourceError(f"{self.location}: sha256 {self._sha256} differs from the "
+                                  f"recipe's pin {self.spec.sha256}",
+                                  "this is not the file the recipe names: get the original")
+        return self._sha256
+
+    def close(self) -> None:
+        self._archive.__exit__()
+
+
+class FolderSource(Source):
+    """A folder on disk, such as an installed CUDA toolkit."""
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
+        super().__init__(spec, location, origin)
+        if not location.is_dir():
+            raise SourceError(f"{location}: source '{spec.id}' ({origin}) is not a folder",
+                              f"point [sources] {spec.id} at the folder")
+        missing = [m for m in spec.contents if not (location / m).is_file()]
+        if missing:
+            raise self._missing(missing, _folder_hint(spec))
+
+    def read_chunks(self, member: str) -> Iterator[bytes]:
+        with open(self.location / member, "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                yield chunk
+
+    def size(self, member: str) -> int:
+        return (self.location / member).stat().st_size
+
+    def identity(self, member_hashes: Mapping[str, str]) -> str:
+        # A folder has no single file to hash: pin the files taken from it.
+        lines = "".join(f"{m}\0{h}\n" for m, h in sorted(member_hashes.items()))
+        return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def _folder_hint(spec: SourceSpec) -> str:
+    if spec.kind == "toolkit" and spec.env:
+        return (f"this is not a complete CUDA toolkit of the recipe's version: install it, "
+                f"or point {spec.id} (or {spec.env[0]}) at one that is")
+    return "check the folder holds the recipe's files"
+
+
+SOURCE_CLASSES: dict[str, type[Source]] = {
+    "archive": ArchiveSource,
+    "toolkit": FolderSource,
+    "folder": FolderSource,
+}
+
+
+def locate(spec: SourceSpec, given: Mapping[str, tuple[str, str]], base: Path,
+           environ: Mapping[str, str]) -> tuple[Path, str]:
+    """Where a source is, and how we know: the spec/--source, else the recipe's env vars."""
+    if spec.id in given:
+        value, origin = given[spec.id]
+        return (base / os.path.expanduser(value)).resolve(), origin
+    for variable in spec.env:
+        if environ.get(variable):
+            return Path(environ[variable]), f"from {variable}"
+    found_by = f" and {'/'.join(spec.env)} are unset" if spec.env else ""
+    example = spec.file_name or "PATH"
+    raise SourceError(f"source '{spec.id}' ({spec.kind}) is not given{found_by}",
+                      f"add {spec.id} = \"{example}\" to [sources] in the spec, or pass "
+                      f"--source {spec.id}={example}")
+
+
+def open_sources(recipe: Recipe, needed: set[str], given: Mapping[str, tuple[str, str]],
+                 base: Path, environ: Mapping[str, str]) -> dict[str, Source]:
+    """Open each source the selected files need. `given` maps id -> (path, origin)."""
+    unknown = sorted(set(given) - set(recipe.sources))
+    if unknown:
+        raise SourceError(f"source(s) {', '.join(unknown)} are not in recipe {recipe.name}",
+                          f"the recipe's sources are: {', '.join(recipe.sources)}")
+    opened: dict[str, Source] = {}
+    try:
+        for sid in sorted(needed):
+            spec = recipe.sources[sid]
+            if spec.kind not in SOURCE_CLASSES:
+                raise SourceError(f"source kind '{spec.kind}' of '{sid}' is not supported yet",
+                                  "use a recipe whose sources are archives or folders")
+            location, origin = locate(spec, given, base, environ)
+            opened[sid] = SOURCE_CLASSES[spec.kind](spec, location, origin)
+    except BaseException:
+        close_all(opened)
+        raise
+    return opened
+
+
+def close_all(sources: Mapping[str, Source]) -> None:
+    for source in sources.values():
+        source.close()

@@ -1,0 +1,127 @@
+"""The app spec (`app.spec`, TOML): what to bundle, with which runtime, from where."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from bundler.errors import SpecError
+from bundler.tomlfile import Table, load_toml
+
+BUILDERS = ("folder", "pyinstaller")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: Path
+    name: str
+    builder: str
+    app_path: Path | None
+    entry: str
+    script: Path | None
+    pyinstaller_spec: Path | None
+    recipe: str
+    components: list[str]
+    runtime_dir: str
+    require_driver: bool
+    sources: dict[str, str] = field(default_factory=dict)
+    onefile: bool = False
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    def default_out(self) -> Path:
+        return self.folder / "dist" / self.name
+
+
+def load_spec(path: Path) -> Spec:
+    path = path.resolve()
+    top = Table(load_toml(path, SpecError, "spec"), path, "", SpecError)
+    app, runtime = top.table("app"), top.table("runtime")
+    sources = top.table("sources", required=False)
+    source_paths = {sid: sources.take(sid, str) for sid in sources.names()}
+    top.done()
+    spec = Spec(
+        path=path,
+        name=_app_name(app),
+        builder=_builder(app),
+        app_path=_inside(app, "path", path.parent),
+        entry=app.take("entry", str, ""),
+        script=_inside(app, "script", path.parent),
+        pyinstaller_spec=_inside(app, "pyinstaller_spec", path.parent),
+        onefile=app.take("onefile", bool, False),
+        recipe=runtime.take("recipe", str),
+        components=runtime.take_str_list("components", []),
+        runtime_dir=_runtime_dir(runtime),
+        require_driver=runtime.take("require_driver", bool, False),
+        sources=source_paths,
+    )
+    app.done()
+    runtime.done()
+    _check_builder_keys(spec)
+    return spec
+
+
+def _app_name(app: Table) -> str:
+    name = app.take("name", str)
+    if not _SAFE_NAME.match(name):
+        raise SpecError(f"{app.path}: app.name {name!r} cannot be a folder name",
+                        "use letters, digits, '.', '_' and '-' only")
+    return name
+
+
+def _builder(app: Table) -> str:
+    builder = app.take("builder", str, "folder")
+    if builder not in BUILDERS:
+        raise SpecError(f"{app.path}: app.builder {builder!r} is unknown",
+                        f"use one of: {', '.join(BUILDERS)}")
+    return builder
+
+
+def _relative_inside(table: Table, key: str, value: str) -> PurePosixPath:
+    """A relative path that stays inside its folder: no absolute paths, no '..'."""
+    posix = PurePosixPath(value.replace("\\", "/"))
+    if posix.is_absolute() or re.match(r"^[A-Za-z]:", value) or ".." in posix.parts:
+        raise SpecError(f"{table.path}: {table.where}.{key} = {value!r} escapes its folder",
+                        "give a path relative to the spec's folder, without '..'")
+    return posix
+
+
+def _inside(table: Table, key: str, base: Path) -> Path | None:
+    value = table.take(key, str, "")
+    if not value:
+        return None
+    return base / _relative_inside(table, key, value)
+
+
+def _runtime_dir(runtime: Table) -> str:
+    value = runtime.take("dir", str, "cudnn")
+    posix = _relative_inside(runtime, "dir", value)
+    if not posix.parts:
+        raise SpecError(f"{runtime.path}: runtime.dir must name a folder inside the app",
+                        'use e.g. dir = "cudnn"')
+    return posix.as_posix()
+
+
+def _check_builder_keys(spec: Spec) -> None:
+    where = spec.path
+    if spec.builder == "folder":
+        if spec.app_path is None:
+            raise SpecError(f"{where}: app.path is required with builder = \"folder\"",
+                            'add path = "app" (the folder to ship, relative to the spec)')
+        if spec.entry:
+            _relative_inside(Table({}, where, "app", SpecError), "entry", spec.entry)
+        if spec.script or spec.pyinstaller_spec:
+            raise SpecError(f"{where}: app.script/pyinstaller_spec need builder = "
+                            '"pyinstaller"', 'set builder = "pyinstaller" or remove them')
+    elif (spec.script is None) == (spec.pyinstaller_spec is None):
+        raise SpecError(f"{where}: builder = \"pyinstaller\" needs exactly one of "
+                        "app.script and app.pyinstaller_spec",
+                        'add script = "main.py" or pyinstaller_spec = "app.spec"')

@@ -1,0 +1,99 @@
+"""Reading TOML files strictly: unknown keys, wrong types and missing keys are errors.
+
+Spec and recipe loading share this so both report problems the same way: the file,
+the dotted key, what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bundler.errors import BundlerError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on older Pythons only
+    import tomli as tomllib
+
+T = TypeVar("T")
+
+_TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", list: "a list",
+               dict: "a table"}
+
+
+def load_toml(path: Path, error: type[BundlerError], what: str) -> dict[str, Any]:
+    """Parse `path`; any failure is raised as `error` naming the file."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what} file",
+                    f"check the path; a {what} is a TOML file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read {what}: {exc}", "check the file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{path}: not valid TOML: {exc}",
+                    f"fix the syntax of the {what}") from None
+
+
+class Table:
+    """A view of one TOML table that checks each key as it is taken.
+
+    Call `done()` once all known keys were taken: whatever is left is unknown,
+    which is almost always a typo the user wants to hear about.
+    """
+
+    def __init__(self, data: dict[str, Any], path: Path, where: str,
+                 error: type[BundlerError]) -> None:
+        self._data = dict(data)
+        self.path = path
+        self.where = where
+        self.error = error
+
+    def _fail(self, message: str, hint: str) -> BundlerError:
+        return self.error(f"{self.path}: {message}", hint)
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def take(self, key: str, kind: type[T], default: Any = ...) -> T:
+        if key not in self._data:
+            if default is ...:
+                raise self._fail(f"missing required key '{self._key(key)}'",
+                                 f"add {self._key(key)} = ... ({_TYPE_NAMES[kind]})")
+            return default
+        value = self._data.pop(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self._fail(
+                f"'{self._key(key)}' must be {_TYPE_NAMES[kind]}, not {value!r}",
+                f"write {self._key(key)} as {_TYPE_NAMES[kind]}")
+        return value
+
+    def take_str_list(self, key: str, default: list[str] | None = None) -> list[str]:
+        values = self.take(key, list, default if default is not None else ...)
+        for value in values:
+            if not isinstance(value, str):
+                raise self._fail(f"'{self._key(key)}' must be a list of strings, "
+                                 f"found {value!r}", "quote each entry")
+        return list(values)
+
+    def table(self, key: str, required: bool = True) -> Table:
+        data = self.take(key, dict, ... if required else {})
+        return Table(data, self.path, self._key(key), self.error)
+
+    def tables(self, key: str) -> dict[str, Table]:
+        """A table of tables, e.g. [components.core], [components.ops_infer]."""
+        parent = self.table(key, required=False)
+        return {name: parent.table(name) for name in parent.names()}
+
+    def names(self) -> list[str]:
+        return list(self._data)
+
+    def done(self) -> None:
+        if self._data:
+            unknown = ", ".join(sorted(self._data))
+            where = f"[{self.where}]" if self.where else "the top level"
+            raise self._fail(f"unknown key(s) in {where}: {unknown}",
+                             "remove them or fix their spelling (see DESIGN.md / README)")

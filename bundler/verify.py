@@ -1,0 +1,81 @@
+"""`bundler verify APPDIR`: re-hash every bundled file against the manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from bundler.emit import MANIFEST_NAME, read_manifest
+from bundler.errors import BundlerError
+from bundler.hashing import sha256_file
+
+# Where a manifest may sit below the app folder: <dir>/ for folder apps,
+# _internal/<dir>/ for PyInstaller 6 onedir apps.
+_MANIFEST_GLOBS = (f"*/{MANIFEST_NAME}", f"_internal/*/{MANIFEST_NAME}",
+                   f"*/*/{MANIFEST_NAME}", f"_internal/*/*/{MANIFEST_NAME}")
+
+
+@dataclass
+class VerifyReport:
+    app: Path
+    manifest: Path
+    checked: int = 0
+    missing: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.changed or self.unexpected)
+
+
+@dataclass(frozen=True)
+class FoundManifest:
+    path: Path
+    root: Path   # the folder manifest paths are relative to
+    data: dict
+
+
+def find_manifest(app: Path) -> FoundManifest:
+    if not app.is_dir():
+        raise BundlerError(f"{app}: not a folder", "give the bundle folder made by bundler pack")
+    for pattern in _MANIFEST_GLOBS:
+        for path in sorted(app.glob(pattern)):
+            data = _bundler_manifest(path)
+            if data is not None:
+                depth = len(PurePosixPath(data["runtime_dir"]).parts)
+                return FoundManifest(path=path, root=path.parents[depth], data=data)
+    raise BundlerError(f"{app}: no bundler manifest found (looked for <dir>/{MANIFEST_NAME})",
+                       "give the folder `bundler pack` made (dist/<app name>)")
+
+
+def _bundler_manifest(path: Path) -> dict | None:
+    try:
+        data = read_manifest(path)
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and {"load_order", "files", "runtime_dir"} <= set(data):
+        return data
+    return None
+
+
+def verify(app: Path) -> VerifyReport:
+    found = find_manifest(app.resolve())
+    report = VerifyReport(app=app, manifest=found.path)
+    expected = {entry["path"]: entry["sha256"] for entry in found.data["files"]}
+    bootstrap = found.data.get("bootstrap", {})
+    if bootstrap.get("path"):
+        expected[bootstrap["path"]] = bootstrap["sha256"]
+    for relpath, sha256 in sorted(expected.items()):
+        path = found.root / relpath
+        report.checked += 1
+        if not path.is_file():
+            report.missing.append(relpath)
+        elif sha256_file(path, f"verifying {path.name}") != sha256:
+            report.changed.append(relpath)
+    runtime = found.root / found.data["runtime_dir"]
+    for path in sorted(p for p in runtime.rglob("*") if p.is_file()):
+        relpath = path.relative_to(found.root).as_posix()
+        if relpath not in expected and path != found.path:
+            report.unexpected.append(relpath)
+    return report

@@ -1,0 +1,47 @@
+"""Knowledge of Windows itself (not of any runtime): which DLLs every machine has,
+and how CUDA names its libraries. The facts are in windows.toml beside this file."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from bundler.tomlfile import tomllib
+
+
+@dataclass(frozen=True)
+class WindowsFacts:
+    system: tuple[str, ...]
+    vc_runtime: tuple[str, ...]
+    cuda_library: re.Pattern[str]
+
+    def is_system(self, dll: str) -> bool:
+        return _match(dll, self.system) or _match(dll, self.vc_runtime)
+
+    def cuda_major_of(self, dll: str) -> int | None:
+        """The CUDA major a CUDA library name belongs to, or None if it is not one."""
+        found = self.cuda_library.match(dll.lower())
+        if not found:
+            return None
+        digits = found.group(1)
+        # cudart64_101 -> 10 (10.1); cublas64_11 -> 11; cudart64_12 -> 12
+        return int(digits[:2]) if len(digits) >= 3 else int(digits)
+
+
+def _match(name: str, patterns: tuple[str, ...]) -> bool:
+    lowered = name.lower()
+    return any(fnmatch.fnmatchcase(lowered, p) for p in patterns)
+
+
+@lru_cache(maxsize=1)
+def windows_facts() -> WindowsFacts:
+    data = tomllib.loads(resources.files("bundler").joinpath("windows.toml").read_text())
+    prefixes = "|".join(re.escape(p) for p in data["cuda_library_prefixes"])
+    return WindowsFacts(
+        system=tuple(p.lower() for p in data["system"]),
+        vc_runtime=tuple(p.lower() for p in data["vc_runtime"]),
+        cuda_library=re.compile(rf"^(?:{prefixes})(?:64)?_(\d+)"),
+    )
