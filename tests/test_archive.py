@@ -1,0 +1,58 @@
+"""The zip reader: stored and deflate members stream with CRC checks; unsafe
+names and damaged archives are refused. (Deflate64 from 7z is covered under
+test_pack.py with the real NVIDIA layout.)"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bundler.archive import ZipArchive
+from bundler.errors import SourceError
+
+
+def make_zip(path: Path, members: dict[str, bytes], method: int) -> None:
+    with zipfile.ZipFile(path, "w", compression=method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_members_stream_back_exactly(tmp_path: Path, method: int) -> None:
+    payload = os.urandom(3 << 20) + b"x" * (2 << 20)
+    make_zip(tmp_path / "a.zip", {"cuda/bin/a.dll": payload, "cuda/b.txt": b"hi"}, method)
+    with ZipArchive(tmp_path / "a.zip") as archive:
+        assert set(archive.members) == {"cuda/bin/a.dll", "cuda/b.txt"}
+        assert b"".join(archive.read_chunks("cuda/bin/a.dll")) == payload
+
+
+def test_corrupted_member_fails_its_crc(tmp_path: Path) -> None:
+    path = tmp_path / "a.zip"
+    make_zip(path, {"cuda/a.bin": b"A" * 5000}, zipfile.ZIP_STORED)
+    data = bytearray(path.read_bytes())
+    at = data.index(b"A" * 100)
+    data[at + 10] = ord("B")
+    path.write_bytes(bytes(data))
+    with ZipArchive(path) as archive, pytest.raises(SourceError, match="corrupt"):
+        archive.check_member("cuda/a.bin")
+
+
+def test_truncated_zip_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "a.zip"
+    make_zip(path, {"cuda/a.bin": os.urandom(10000)}, zipfile.ZIP_DEFLATED)
+    path.write_bytes(path.read_bytes()[:6000])
+    with pytest.raises(SourceError, match="truncated") as caught:
+        ZipArchive(path)
+    assert str(path) in caught.value.message
+
+
+@pytest.mark.parametrize("name", ["../evil.dll", "cuda/../../evil.dll", "/etc/evil",
+                                  "C:/Windows/evil.dll"])
+def test_member_escaping_its_folder_is_refused(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "a.zip"
+    make_zip(path, {"cuda/ok.txt": b"ok", name: b"evil"}, zipfile.ZIP_STORED)
+    with pytest.raises(SourceError, match="escapes"):
+        ZipArchive(path)

@@ -1,0 +1,65 @@
+"""Recipes: the shipped seed recipe's facts, component closure, and validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundler.errors import RecipeError
+from bundler.recipe import find_recipe, load_recipe_file, shipped_recipes
+
+SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
+
+
+def test_seed_recipe_facts() -> None:
+    recipe = find_recipe(SEED, Path.cwd())
+    assert (recipe.cudnn, recipe.cuda, recipe.min_driver) == ("8.0.3.33", "10.1", "418.96")
+    zip_source = recipe.sources["cudnn"]
+    assert len(zip_source.contents) == 31
+    assert sum(m.startswith("bin/") for m in zip_source.contents) == 7
+    assert sum(m.startswith("include/") for m in zip_source.contents) == 9
+    assert sum(m.startswith("lib/x64/") for m in zip_source.contents) == 14
+    assert recipe.sources["cuda"].env == ("CUDA_PATH_V10_1", "CUDA_PATH")
+    assert recipe.is_never_bundled("NVCUDA.DLL")
+    shipped = {f.name for f in recipe.files_for(recipe.select(None))}
+    assert not any(n.endswith((".h", ".lib")) for n in shipped)
+    assert "NVIDIA_SLA_cuDNN_Support.txt" in shipped
+    assert recipe.files["cudnn64_8.dll"].loads  # sub-libraries loaded at run time
+
+
+@pytest.mark.parametrize("wanted, expected", [
+    (["cnn_infer"], {"cnn_infer", "ops_infer", "core", "cublas", "cudart"}),
+    (["cnn_train"], {"cnn_train", "cnn_infer", "ops_train", "ops_infer", "core", "cublas",
+                     "cudart"}),
+    (["adv_train"], {"adv_train", "adv_infer", "ops_train", "ops_infer", "core", "cublas",
+                     "cudart"}),
+])
+def test_component_requirements_come_along(wanted: list[str], expected: set[str]) -> None:
+    recipe = find_recipe(SEED, Path.cwd())
+    assert {c.name for c in recipe.select(wanted)} == expected
+
+
+def test_unknown_component_and_recipe_are_errors() -> None:
+    recipe = find_recipe(SEED, Path.cwd())
+    with pytest.raises(RecipeError, match="no component 'cnn'"):
+        recipe.select(["cnn"])
+    with pytest.raises(RecipeError, match="no shipped recipe"):
+        find_recipe("cudnn-7", Path.cwd())
+
+
+def test_every_shipped_recipe_loads() -> None:
+    names = [r.name for r in shipped_recipes()]
+    assert SEED in names
+    for recipe in shipped_recipes():
+        assert recipe.path.stem == recipe.name
+
+
+def test_headers_may_not_ship(tmp_path: Path) -> None:
+    text = (find_recipe(SEED, Path.cwd()).path.read_text()
+            .replace('files = ["cudnn:bin/cudnn64_8.dll"]',
+                     'files = ["cudnn:bin/cudnn64_8.dll", "cudnn:include/cudnn.h"]'))
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(RecipeError, match="cudnn.h is not redistributable"):
+        load_recipe_file(path)

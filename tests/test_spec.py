@@ -1,0 +1,81 @@
+"""Spec loading: what a user gets wrong must be an exit-2 error naming file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundler.cli import main
+from bundler.errors import SpecError
+from bundler.spec import load_spec
+
+GOOD = """
+[app]
+name = "ocr-server"
+path = "app"
+entry = "main.py"
+
+[runtime]
+recipe = "cudnn-8.0.3.33-cuda10.1-win-x64"
+components = ["cnn_infer"]
+
+[sources]
+cudnn = "downloads/cudnn.zip"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    spec = tmp_path / "app.spec"
+    spec.write_text(text)
+    return spec
+
+
+def test_good_spec_loads_with_defaults(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, GOOD))
+    assert spec.name == "ocr-server"
+    assert spec.builder == "folder"
+    assert spec.app_path == tmp_path / "app"
+    assert spec.runtime_dir == "cudnn"
+    assert spec.components == ["cnn_infer"]
+    assert spec.sources == {"cudnn": "downloads/cudnn.zip"}
+    assert spec.default_out() == tmp_path / "dist" / "ocr-server"
+    assert spec.lock_path == tmp_path / "app.spec.lock"
+
+
+@pytest.mark.parametrize("change, expected", [
+    (("name = \"ocr-server\"", "name = \"ocr-server\"\ncolour = \"red\""), "unknown key"),
+    (("components = [\"cnn_infer\"]", "components = \"cnn_infer\""), "must be a list"),
+    (("recipe = \"cudnn-8.0.3.33-cuda10.1-win-x64\"", ""), "missing required key 'runtime.recipe'"),
+    (("path = \"app\"", "path = \"../elsewhere\""), "escapes its folder"),
+    (("path = \"app\"", "path = \"/etc\""), "escapes its folder"),
+    (("[runtime]", "[runtime]\ndir = \"../up\""), "escapes its folder"),
+    (("name = \"ocr-server\"", "name = \"a/b\""), "cannot be a folder name"),
+    (("path = \"app\"", "path = \"app\"\nbuilder = \"docker\""), "unknown"),
+    (("cudnn = \"downloads/cudnn.zip\"", "cudnn = 3"), "must be a string"),
+    (("[app]", "[app\n"), "not valid TOML"),
+])
+def test_bad_specs_are_named_errors(tmp_path: Path, change: tuple[str, str],
+                                    expected: str) -> None:
+    path = write(tmp_path, GOOD.replace(*change))
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert expected in caught.value.message
+    assert str(path) in caught.value.message
+    assert caught.value.hint
+
+
+def test_malformed_spec_exits_2_with_one_line(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, GOOD.replace("[app]", "[app]\nnmae = 1"))
+    assert main(["pack", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("bundler: error: ") and "nmae" in err[0]
+    assert err[1].startswith("hint: ")
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_pyinstaller_builder_needs_script_or_spec(tmp_path: Path) -> None:
+    text = GOOD.replace('path = "app"\nentry = "main.py"', 'builder = "pyinstaller"')
+    with pytest.raises(SpecError, match="exactly one of"):
+        load_spec(write(tmp_path, text))
