@@ -35,6 +35,10 @@ class CheckError(BundlerError):
     """A runtime file failed a pack-time check (architecture, version, imports)."""
 
 
+class BuildError(BundlerError):
+    """The app's own build (PyInstaller) cannot run or failed."""
+
+
 class LockError(BundlerError):
     """The inputs differ from what the lock file pins."""
 

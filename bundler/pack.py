@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.build_folder import build_folder_app
+from bundler.build_pyinstaller import build_pyinstaller_app
 from bundler.emit import MANIFEST_NAME, Manifest, build_manifest
 from bundler.lock import Lock, check_lock, write_lock
 from bundler.output import refuse_unsafe_target, staged_output
@@ -23,7 +24,8 @@ from bundler.stage import StagedFile, stage_files
 # A builder makes the app in the staging folder and says where the bootstrap's
 # folder is (the runtime goes inside it) and the bootstrap's manifest entry.
 Builder = Callable[[Spec, Path, Path], "tuple[Path, dict[str, str]]"]
-BUILDERS: dict[str, Builder] = {"folder": build_folder_app}
+BUILDERS: dict[str, Builder] = {"folder": build_folder_app,
+                                "pyinstaller": build_pyinstaller_app}
 
 
 @dataclass(frozen=True)

@@ -19,3 +19,9 @@ def _wanted() -> bool:
 def byte_progress(total: int, description: str) -> tqdm:
     return tqdm(total=total, desc=description, unit="B", unit_scale=True,
                 unit_divisor=1024, disable=not _wanted(), leave=False, file=sys.stderr)
+
+
+def line_progress(description: str) -> tqdm:
+    """A running count for work of unknown length, e.g. lines of a child's log."""
+    return tqdm(desc=description, unit=" lines", disable=not _wanted(), leave=False,
+                file=sys.stderr)
