@@ -98,11 +98,13 @@ def classify(name: str, beside: set[str], recipes: tuple[Recipe, ...]) -> tuple[
         return "system", ""
     if any(recipe.is_never_bundled(lowered) for recipe in recipes):
         return "driver", ""
+    owner = next(((r, f) for r in recipes for f in r.files.values()
+                  if f.name.lower() == lowered), None)
+    if owner is not None:
+        recipe, runtime_file = owner
+        return "missing", f"recipe {recipe.name} takes it from source '{runtime_file.source}'"
     major = facts.cuda_major_of(lowered)
-    if major is not None:
-        return "missing", f"a CUDA {major} library"
-    owner = next((r for r in recipes if lowered in {f.lower() for f in r.files}), None)
-    return "missing", f"in recipe {owner.name}" if owner else ""
+    return "missing", f"a CUDA {major} library" if major is not None else ""
 
 
 def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...]

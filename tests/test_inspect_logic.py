@@ -27,7 +27,8 @@ def recipes():
     ("VCRUNTIME140.dll", "system", ""),
     ("nvcuda.dll", "driver", ""),
     ("cublas64_11.dll", "missing", "a CUDA 11 library"),
-    ("cudnn_ops_infer64_8.dll", "missing", f"in recipe {SEED}"),
+    ("cudnn_ops_infer64_8.dll", "missing", f"recipe {SEED} takes it from source 'cudnn'"),
+    ("cublas64_10.dll", "missing", f"recipe {SEED} takes it from source 'cuda'"),
     ("zlibwapi.dll", "missing", ""),
 ])
 def test_dependency_status(recipes, name: str, status: str, note: str) -> None:
