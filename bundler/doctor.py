@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from bundler.bootstrap import cuda_needed, cuda_text, driver_check
 from bundler.compat import CompatFacts, FrameworkEntry, compat_facts
 from bundler.hashing import sha256_file
-from bundler.inspect import DllFacts, dll_facts
+from bundler.inspect import Dependency, DllFacts, dll_facts
 from bundler.machine import (
     DllCopy,
     DriverFacts,
@@ -180,13 +180,17 @@ def _copy_findings(placed: list[PlacedCopy], bits: int) -> list[Finding]:
     for name, group in _by_name(placed).items():
         different = {p.copy.sha256 or p.copy.path for p in group}
         picked = next((p.copy for p in group if p.role == "picked"), None)
-        others = [p.copy for p in group if p.copy is not picked]
         if len(group) > 1 and len(different) > 1:
-            winner = (f"a bare-name load picks {_where(picked)}" if picked else
-                      "a bare-name load finds none of them (not on the search path)")
+            parts = [f"a bare-name load picks {_where(picked)}" if picked else
+                     "a bare-name load finds none of them (not on the search path)"]
+            for role, label in (("shadowed", "it shadows"),
+                                ("not searched", "not searched, only in CUDA_PATH")):
+                copies = [_where(p.copy) for p in group if p.role == role]
+                if copies:
+                    parts.append(f"{label}: {'; '.join(copies)}")
             findings.append(Finding(
                 PROBLEM, "dll", f"{group[0].copy.name}: {len(group)} different copies; "
-                f"{winner}; also reachable: {'; '.join(_where(c) for c in others)}",
+                f"{'; '.join(parts)}",
                 f"a framework loading {name} by name gets the first one on the search "
                 "path: keep one copy (take the other folder off PATH), or pack the app "
                 "with its own runtime (bundler pack)"))
@@ -315,33 +319,39 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None) -> Bundl
     found = find_manifest(app.resolve())
     checked = verify(app)
     manifest = found.data
-    recipes = _recipes_for(manifest.get("recipe", {}).get("name", ""))
-    entries = [e for e in manifest["files"] if str(e["path"]).lower().endswith(".dll")]
-    beside = {PurePosixPath(e["path"]).name.lower() for e in entries}
-    names = sorted({PurePosixPath(e["path"]).name for e in entries})
     environ = os.environ if environ is None else environ
+    entries = [e for e in manifest["files"] if str(e["path"]).lower().endswith(".dll")]
     folders = search_folders(environ, application=os.path.dirname(sys.executable))
-    placed = place(find_copies([f for f in folders if f.searched], names))
+    placed = place(find_copies([f for f in folders if f.searched],
+                               sorted({PurePosixPath(e["path"]).name for e in entries})))
+    versions = dict(manifest.get("versions", {}))
+    report = BundleReport(
+        app=str(app), manifest=str(found.path), recipe=manifest.get("recipe", {}).get(
+            "name", ""), platform=str(manifest.get("platform", "")), versions=versions,
+        require_driver=bool(manifest.get("require_driver", False)),
+        verify=_verify_summary(checked),
+        dlls=_bundled_dlls(found.root, entries, checked, placed, manifest),
+        driver=driver_check(versions) if os.name == "nt" else {})
+    expected = {PurePosixPath(e["path"]).name.lower() for e in entries}
+    findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
+                + _bundle_driver_findings(report) + _shadow_findings(report))
+    return replace(report, findings=tuple(findings))
+
+
+def _bundled_dlls(root: Path, entries: list[dict], checked: VerifyReport,
+                  placed: list[PlacedCopy], manifest: dict) -> tuple[BundledDll, ...]:
+    """Facts of each bundled DLL still present (verify reports the missing ones)."""
+    recipes = _recipes_for(manifest.get("recipe", {}).get("name", ""))
+    present = [(e, root / e["path"]) for e in entries if (root / e["path"]).is_file()]
+    beside = {path.name.lower() for _, path in present}
     dlls = []
-    for entry in entries:
-        path = found.root / entry["path"]
-        if not path.is_file():
-            continue   # verify reports it
+    for entry, path in present:
         known = "" if entry["path"] in checked.changed else str(entry["sha256"])
         facts = dll_facts(path, beside, recipes, sha256=known)
         same_name = tuple(p for p in placed if p.copy.name.lower() == facts.name.lower()
                           and not _same_file(p.copy.path, path))
         dlls.append(BundledDll(facts, same_name))
-    versions = dict(manifest.get("versions", {}))
-    driver = driver_check(versions) if os.name == "nt" else {}
-    report = BundleReport(
-        app=str(app), manifest=str(found.path), recipe=manifest.get("recipe", {}).get(
-            "name", ""), platform=str(manifest.get("platform", "")), versions=versions,
-        require_driver=bool(manifest.get("require_driver", False)),
-        verify=_verify_summary(checked), dlls=tuple(dlls), driver=driver)
-    findings = (_verify_findings(checked) + _load_findings(report, placed)
-                + _bundle_driver_findings(report) + _shadow_findings(report))
-    return replace(report, findings=tuple(findings))
+    return tuple(dlls)
 
 
 def _recipes_for(name: str) -> tuple[Recipe, ...]:
@@ -371,40 +381,47 @@ def _verify_findings(report: VerifyReport) -> list[Finding]:
     return findings
 
 
-def _load_findings(report: BundleReport, placed: list[PlacedCopy]) -> list[Finding]:
+def _load_findings(report: BundleReport, placed: list[PlacedCopy],
+                   expected: set[str]) -> list[Finding]:
+    """Would each bundled DLL load here: its machine, and each import present."""
     platform_machine = PLATFORM_MACHINE.get(report.platform, "AMD64")
     system = system_folders()
     findings = []
     for dll in report.dlls:
         facts = dll.facts
-        reasons = [] if not facts.error else [facts.error]
+        reasons = [(facts.error, _REPACK)] if facts.error else []
         if facts.machine and facts.machine != platform_machine:
-            reasons.append(f"it is a {facts.machine} DLL, not {platform_machine}")
-        for dep in facts.dependencies:
-            reason = _dependency_problem(dep.name, dep.how, dep.status, report, system)
-            if reason:
-                reasons.append(reason)
-        findings += [Finding(PROBLEM, "bundle", f"{facts.name} would not load: {r}",
-                             _load_hint(r)) for r in reasons]
+            reasons.append((f"it is a {facts.bits}-bit {facts.machine} DLL, not "
+                            f"{platform_machine}", _REPACK))
+        reasons += [r for r in (_import_problem(d, report, system, expected)
+                                for d in facts.dependencies) if r]
+        findings += [Finding(PROBLEM, "bundle", f"{facts.name} would not load: {reason}",
+                             hint) for reason, hint in reasons]
         findings += _runtime_load_findings(facts, placed)
         if not reasons:
-            findings.append(Finding(OK, "bundle", f"{facts.name} would load ({facts.machine}"
-                                    f", {len(facts.dependencies)} dependencies found)"))
+            count = len(facts.dependencies)
+            findings.append(Finding(OK, "bundle", f"{facts.name} would load ({facts.machine}; "
+                                    f"{count} dependenc{'y' if count == 1 else 'ies'} present)"))
     return findings
 
 
-def _dependency_problem(name: str, how: str, status: str, report: BundleReport,
-                        system: dict[str, str]) -> str:
-    if how == "runtime":
-        return ""    # judged by _runtime_load_findings: a missing one is optional
-    if status == "missing":
-        return f"it imports {name}, which is neither bundled nor part of Windows or the driver"
-    if status == "driver" and report.driver and not report.driver.get("nvcuda"):
-        return f"it imports {name}, which comes with the NVIDIA driver (not installed)"
-    if status == "system" and system and not _system_dll_present(name, system):
-        return (f"it imports {name}, which is not in {system['system32']} nor beside "
-                f"{sys.executable}")
-    return ""
+def _import_problem(dep: Dependency, report: BundleReport, system: dict[str, str],
+                    expected: set[str]) -> tuple[str, str] | None:
+    """(reason, hint) when a static or delay-load import would not be found."""
+    if dep.how == "runtime":
+        return None    # judged by _runtime_load_findings: a missing one is optional
+    if dep.status == "missing" and dep.name.lower() in expected:
+        return f"it imports {dep.name}, which is missing from the bundle", _REPACK
+    if dep.status == "missing":
+        return (f"it imports {dep.name}, which is neither bundled nor part of Windows or "
+                "the driver", f"the bundled file is not what the recipe expects: {_REPACK}")
+    if dep.status == "driver" and report.driver and not report.driver.get("nvcuda"):
+        return (f"it imports {dep.name}, which comes with the NVIDIA driver (not installed)",
+                "install the NVIDIA driver")
+    if dep.status == "system" and system and not _system_dll_present(dep.name, system):
+        return (f"it imports {dep.name}, which is not in {system['system32']} nor beside "
+                f"{sys.executable}", "install the Microsoft Visual C++ Redistributable (x64)")
+    return None
 
 
 def _system_dll_present(name: str, system: dict[str, str]) -> bool:
@@ -412,14 +429,6 @@ def _system_dll_present(name: str, system: dict[str, str]) -> bool:
         return True
     folders = (system["system32"], os.path.dirname(sys.executable))
     return any(os.path.isfile(os.path.join(folder, name)) for folder in folders)
-
-
-def _load_hint(reason: str) -> str:
-    if "NVIDIA driver" in reason:
-        return "install the NVIDIA driver"
-    if "not in" in reason and "beside" in reason:
-        return "install the Microsoft Visual C++ Redistributable (x64)"
-    return f"the bundled file is not what the recipe expects: {_REPACK}"
 
 
 def _runtime_load_findings(facts: DllFacts, placed: list[PlacedCopy]) -> list[Finding]:
@@ -472,8 +481,8 @@ def _shadow_findings(report: BundleReport) -> list[Finding]:
         findings.append(Finding(
             PROBLEM, "bundle", f"a process that skips the bootstrap would load "
             f"{_where(picked)}, not the bundled {dll.facts.name}",
-            f"keep the bootstrap import first in the entry script (bundler verify checks "
-            f"it is there); taking {folder} off PATH removes the risk"))
+            f"keep the bootstrap import first in the entry script; taking {folder} off PATH "
+            "removes the risk"))
     return findings
 
 

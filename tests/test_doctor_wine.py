@@ -15,10 +15,10 @@ import pytest
 
 from bundler.pack import pack
 from bundler.spec import load_spec
+from tests.packing import SEED, make_workspace
 from tests.winenv import to_windows_path
 from tests.winenv.build import build_nvcuda
 
-SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
 SUBLIBS = ("cudnn_ops_infer64_8.dll", "cudnn_ops_train64_8.dll", "cudnn_cnn_infer64_8.dll",
            "cudnn_cnn_train64_8.dll", "cudnn_adv_infer64_8.dll", "cudnn_adv_train64_8.dll")
 
@@ -34,34 +34,18 @@ print(json.dumps(again.report()["driver"]))
 '''
 
 
-def _pack(root: Path, name: str, zip_path: Path, toolkit: Path, require_driver: bool) -> Path:
-    app = root / f"{name}-src"
-    app.mkdir()
-    (app / "main.py").write_text(MAIN)
-    spec = root / f"{name}.spec"
-    spec.write_text(f'''[app]
-name = "{name}"
-path = "{app.name}"
-entry = "main.py"
-
-[runtime]
-recipe = "{SEED}"
-require_driver = {"true" if require_driver else "false"}
-
-[sources]
-cudnn = "{zip_path.as_posix()}"
-cuda = "{toolkit.as_posix()}"
-''')
-    return pack(load_spec(spec), environ={}).out
-
-
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory, standin_zip: Path,
-            standin_toolkit: Path) -> dict[str, Path]:
+def bundles(tmp_path_factory: pytest.TempPathFactory, standin_framework: Path,
+            standin_zip: Path, standin_toolkit: Path) -> dict[str, Path]:
     """Two packed folder apps: the default (warn) and one with require_driver = true."""
-    root = tmp_path_factory.mktemp("doctor-apps")
-    return {"warn": _pack(root, "warn", standin_zip, standin_toolkit, False),
-            "require": _pack(root, "require", standin_zip, standin_toolkit, True)}
+    packed = {}
+    for name, extra in (("warn", ""), ("require", "require_driver = true\n")):
+        workspace = make_workspace(tmp_path_factory.mktemp(f"doctor-{name}"), standin_framework,
+                                   {"cudnn": standin_zip, "cuda": standin_toolkit},
+                                   extra_runtime=extra)
+        (workspace.root / "app" / "main.py").write_text(MAIN)
+        packed[name] = pack(load_spec(workspace.spec), environ={}).out
+    return packed
 
 
 @pytest.fixture(scope="module")
@@ -99,11 +83,13 @@ def test_doctor_names_both_cudnn_copies_the_winner_and_the_missing_driver(
     [problem] = _lines_with(text.stdout, "cudnn64_8.dll: 3 different copies")
     assert f"a bare-name load picks {decoy}\\cudnn64_8.dll (PATH[1], version 7.6.5.32)" \
         in problem
-    assert f"{toolkit_bin}\\cudnn64_8.dll (CUDA_PATH, CUDA_PATH_V10_1, version 8.0.3.33)" \
-        in problem
+    assert f"it shadows: {x86}\\cudnn64_8.dll (PATH[2], version 8.0.3.33)" in problem
+    assert (f"not searched, only in CUDA_PATH: {toolkit_bin}\\cudnn64_8.dll (CUDA_PATH, "
+            "CUDA_PATH_V10_1, version 8.0.3.33)") in problem
     assert _lines_with(text.stdout, f"{x86}\\cudnn64_8.dll is a 32-bit (I386) DLL")
     assert _lines_with(text.stdout, "no NVIDIA driver: nvcuda.dll cannot be loaded")
-    assert "1 problem" not in text.stdout and "problem(s) found." in text.stdout
+    # cudnn64_8.dll, the decoy's ops_infer, the 32-bit DLL, the driver.
+    assert "4 problem(s) found." in text.stdout
 
     as_json = win_python.run(["-m", "bundler", "doctor", "--json"],
                              path_dirs=[decoy_cudnn_dir], env=env)
@@ -186,21 +172,21 @@ def test_doctor_on_a_bundle(win_python, bundles, old_driver: Path,
     loads = [m for level, m in findings if level == "ok" and "would load" in m]
     assert len(loads) == 10, findings
     problems = [m for level, m in findings if level == "problem"]
-    decoy = to_windows_path(decoy_cudnn_dir)
-    assert sorted(problems) == sorted([
+    decoy, driver = to_windows_path(decoy_cudnn_dir), to_windows_path(old_driver)
+    assert problems == [
+        f"the NVIDIA driver {driver}\\nvcuda.dll supports CUDA 10.0 (cuDriverGetVersion "
+        "10000), but this app's CUDA 10.1 runtime needs an NVIDIA driver >= 418.96: update "
+        "the NVIDIA driver (the app warns at start-up and runs without the GPU)",
         f"a process that skips the bootstrap would load {decoy}\\cudnn64_8.dll (PATH[2], "
         "version 7.6.5.32), not the bundled cudnn64_8.dll",
         f"a process that skips the bootstrap would load {decoy}\\cudnn_ops_infer64_8.dll "
-        "(PATH[2], version 7.6.5.32), not the bundled cudnn_ops_infer64_8.dll",
-        next(m for m in problems if m.startswith("the NVIDIA driver")),
-    ])
-    assert "supports CUDA 10.0" in problems[-1] or any(
-        "supports CUDA 10.0 (cuDriverGetVersion 10000)" in m for m in problems)
-    assert report["driver"]["min_driver"] == "418.96"
+        "(PATH[2], version 7.6.5.32), not the bundled cudnn_ops_infer64_8.dll"]
+    assert report["driver"]["driver_cuda"] == "10.0"
 
-    healthy = win_python.run(["-m", "bundler", "doctor", bundles["warn"]])
-    assert healthy.returncode == 1   # Wine has no driver at all
-    assert _lines_with(healthy.stdout, "no NVIDIA driver found")
+    no_driver = win_python.run(["-m", "bundler", "doctor", bundles["warn"]])
+    assert no_driver.returncode == 1
+    assert _lines_with(no_driver.stdout, "no NVIDIA driver found")
+    assert "1 problem(s) found." in no_driver.stdout
 
 
 def test_inspect_a_standin_cudnn_dll_and_the_nvidia_zip(win_python, standin_runtime,
@@ -236,10 +222,33 @@ def test_inspect_a_standin_cudnn_dll_and_the_nvidia_zip(win_python, standin_runt
     assert sorted(by_member) == sorted(f"cuda/bin/{n}" for n in ("cudnn64_8.dll", *SUBLIBS))
     ops = by_member["cuda/bin/cudnn_ops_infer64_8.dll"]
     assert ops["file_version"] == "8.0.3.33" and ops["machine"] == "AMD64"
-    statuses = {d["name"].lower(): (d["status"], d["note"]) for d in ops["dependencies"]}
-    assert statuses["cudart64_101.dll"] == (
-        "missing", f"recipe {SEED} takes it from source 'cuda'")
-    assert statuses["kernel32.dll"] == ("system", "")
+    # The NVIDIA zip holds cuDNN only: the CUDA libraries come from the toolkit.
+    from_toolkit = f"recipe {SEED} takes it from source 'cuda'"
+    assert [(d["name"], d["how"], d["status"], d["note"]) for d in ops["dependencies"]] == [
+        (name, "static", "missing", from_toolkit)
+        for name in ("cublas64_10.dll", "cublasLt64_10.dll", "cudart64_101.dll")]
     train = {d["name"].lower(): d["status"]
              for d in by_member["cuda/bin/cudnn_ops_train64_8.dll"]["dependencies"]}
     assert train["cudnn_ops_infer64_8.dll"] == "bundled"
+
+
+def test_doctor_says_which_bundled_dlls_would_not_load(win_python, bundles, tmp_path: Path,
+                                                       standin_cudnn_x86: Path) -> None:
+    """A quarantined cudart64_101.dll and a 32-bit cudnn64_8.dll put in its place."""
+    app = tmp_path / "app"
+    shutil.copytree(bundles["warn"], app)
+    (app / "cudnn" / "cudart64_101.dll").unlink()
+    shutil.copy(standin_cudnn_x86, app / "cudnn" / "cudnn64_8.dll")
+    result = win_python.run(["-m", "bundler", "doctor", app, "--json"])
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["verify"]["missing"], report["verify"]["changed"]) == (
+        ["cudnn/cudart64_101.dll"], ["cudnn/cudnn64_8.dll"])
+    problems = [f["message"] for f in report["findings"] if f["level"] == "problem"]
+    assert "cudnn64_8.dll would not load: it is a 32-bit I386 DLL, not AMD64" in problems
+    unloadable = sorted(m.split(" would not load")[0] for m in problems
+                        if m.endswith("imports cudart64_101.dll, which is missing from the "
+                                      "bundle"))
+    assert unloadable == sorted(["cublas64_10.dll", "cublasLt64_10.dll", *SUBLIBS])
+    assert not [f for f in report["findings"] if f["level"] == "ok" and
+                "would load" in f["message"]]
