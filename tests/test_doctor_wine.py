@@ -30,7 +30,7 @@ _cudnn_bootstrap.activate()
 import _cudnn_bootstrap as again
 again.activate()
 print("app running")
-print(json.dumps(again.report()["driver"]))
+print(json.dumps(again.report()))
 '''
 
 
@@ -127,10 +127,14 @@ def test_without_a_driver_the_app_warns_once_and_runs(win_python, bundles) -> No
     assert "no NVIDIA driver found (nvcuda.dll cannot be loaded" in warnings[0]
     assert "needs an NVIDIA driver >= 418.96" in warnings[0]
     assert result.stdout.splitlines()[0] == "app running"
-    driver = json.loads(result.stdout.splitlines()[1])
+    report = json.loads(result.stdout.splitlines()[1])
+    driver = report["driver"]
     assert (driver["nvcuda"], driver["needs_cuda"], driver["min_driver"]) == ("", "10.1",
                                                                                "418.96")
     assert driver["problem"] in warnings[0]
+    # It kept going: the whole runtime was preloaded from the bundle.
+    assert len(report["dlls"]) == 10
+    assert all(d["loaded_from"].startswith(to_windows_path(app)) for d in report["dlls"])
 
 
 def test_require_driver_stops_the_app_with_the_message(win_python, bundles) -> None:
@@ -150,7 +154,7 @@ def test_an_old_driver_is_named_with_both_versions(win_python, bundles, old_driv
     [warning] = _lines_with(result.stderr, "cuDNN runtime warning:")
     assert "supports CUDA 10.0 (cuDriverGetVersion 10000)" in warning
     assert "this app's CUDA 10.1 runtime needs an NVIDIA driver >= 418.96" in warning
-    assert json.loads(result.stdout.splitlines()[1])["driver_cuda"] == "10.0"
+    assert json.loads(result.stdout.splitlines()[1])["driver"]["driver_cuda"] == "10.0"
 
     stopped = win_python.run([bundles["require"] / "main.py"], cwd=bundles["require"],
                              path_dirs=[old_driver])

@@ -70,3 +70,32 @@ def test_what_is_not_a_dll_zip_or_folder_is_bad_input(tmp_path: Path) -> None:
         inspect_path(tmp_path / "notes.txt")
     with pytest.raises(BundlerError, match="no such file"):
         inspect_path(tmp_path / "absent.dll")
+
+
+def test_a_wheel_matches_its_package_and_contents(tmp_path: Path) -> None:
+    from bundler.recipe import load_recipe_file
+
+    recipe_path = tmp_path / "wheel-recipe.toml"
+    recipe_path.write_text('''name = "wheel-recipe"
+platform = "win-amd64"
+redistributable = ["*.dll"]
+[versions]
+cudnn = "8.9.4.25"
+cuda = "11.8"
+min_driver = "452.39"
+[sources.cudnn]
+kind = "wheel"
+package = "nvidia-cudnn-cu11"
+version = "8.9.4.25"
+root = "nvidia/cudnn"
+contents = ["bin/cudnn64_8.dll"]
+[components.core]
+files = ["cudnn:bin/cudnn64_8.dll"]
+''')
+    recipes = (load_recipe_file(recipe_path),)
+    members = {"nvidia/cudnn/bin/cudnn64_8.dll"}
+    name = "nvidia_cudnn_cu11-8.9.4.25-py3-none-win_amd64.whl"
+    [match] = match_recipes("wheel", name, "", members.__contains__, recipes)
+    assert match.by == ("package", "contents")
+    other = "nvidia_cudnn_cu11-8.9.5.29-py3-none-win_amd64.whl"
+    assert match_recipes("wheel", other, "", set().__contains__, recipes) == []
