@@ -55,7 +55,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             origins = {sid: str(s.location) for sid, s in sources.items()}
             resolved = resolve(recipe, components, staged, origins)
             manifest = build_manifest(recipe, [c.name for c in components], spec.runtime_dir,
-                                      resolved, bootstrap)
+                                      resolved, bootstrap, spec.require_driver)
             (app_root / spec.runtime_dir / MANIFEST_NAME).write_bytes(manifest.to_bytes())
             lock = _lock(recipe, sources, staged)
             check_lock(spec.lock_path, lock, update_lock)
