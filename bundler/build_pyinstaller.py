@@ -21,13 +21,14 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from bundler.emit import write_bootstrap
-from bundler.errors import BuildError, CheckError, RefusedError, SpecError
+from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.progress import line_progress
 from bundler.recipe import find_recipe
 from bundler.spec import Spec
@@ -65,6 +66,13 @@ class BuildPlan:
     wrapper: Path
     layout: Path         # what the wrapper saw, as JSON
     log: Path
+    cwd: Path            # the user's spec's folder, or the bundler spec's for app.script
+    bootstrap_sha256: str
+
+
+@dataclass(frozen=True)
+class FrozenApp:
+    app_root: Path           # sys._MEIPASS of the built app: the runtime folder goes here
     bootstrap_sha256: str
 
 
@@ -76,16 +84,33 @@ class FrozenLayout:
 
 def build_pyinstaller_app(spec: Spec, staging: Path, target: Path) -> tuple[Path, dict[str, str]]:
     """Build the app into `staging`; return sys._MEIPASS's folder and the bootstrap entry."""
+    recipe = find_recipe(spec.recipe, spec.folder)
+    here = sysconfig.get_platform()  # "win-amd64", the naming recipes use
+    if here != recipe.platform:
+        raise RefusedError(f"{spec.path}: PyInstaller builds for the Python running it "
+                           f"({here}: {sys.executable}); recipe {recipe.name} is for "
+                           f"{recipe.platform}",
+                           "run `bundler pack` with a 64-bit Windows Python (PyInstaller "
+                           "cannot build for another platform)")
+    frozen = freeze(spec, staging, frozenset(name.lower() for name in recipe.files))
+    return frozen.app_root, {
+        "module": BOOTSTRAP_MODULE, "runtime_hook": RUNTIME_HOOK,
+        "sha256": frozen.bootstrap_sha256,
+        "stored": "inside the executable's PYZ archive, not a file on disk"}
+
+
+def freeze(spec: Spec, staging: Path, runtime_names: frozenset[str]) -> FrozenApp:
+    """Run PyInstaller on the app, bootstrap first, into `staging`; no runtime yet.
+    `runtime_names`: the runtime's file names (lower case), which PyInstaller must
+    neither find on PATH nor collect."""
     if spec.onefile:
         raise RefusedError(f"{spec.path}: app.onefile = true is not supported", _ONEFILE_HINT)
     require_pyinstaller()
-    recipe = find_recipe(spec.recipe, spec.folder)
-    runtime_names = frozenset(name.lower() for name in recipe.files)
     plan = _prepare(spec)
     environ, dropped = build_environment(os.environ, runtime_names)
     dist = staging / ".pyinstaller-dist"
     _run_pyinstaller(spec, plan, dist, environ, dropped)
-    layout = _read_layout(spec, plan)
+    layout = _read_layout(plan)
     for entry in layout.folder.iterdir():
         os.replace(entry, staging / entry.name)
     shutil.rmtree(dist)
@@ -95,9 +120,7 @@ def build_pyinstaller_app(spec: Spec, staging: Path, target: Path) -> tuple[Path
         raise SpecError(f"{plan.app_spec}: the built app already has "
                         f"'{spec.runtime_dir}', where the runtime goes",
                         'set [runtime] dir = "another-name"')
-    return app_root, {
-        "module": BOOTSTRAP_MODULE, "runtime_hook": RUNTIME_HOOK, "sha256": plan.bootstrap_sha256,
-        "stored": "inside the executable's PYZ archive, not a file on disk"}
+    return FrozenApp(app_root=app_root, bootstrap_sha256=plan.bootstrap_sha256)
 
 
 def require_pyinstaller() -> None:
@@ -165,7 +188,8 @@ def _prepare(spec: Spec) -> BuildPlan:
     wrapper = work / "bundler.spec"
     wrapper.write_text(_wrapper_text(params), encoding="utf-8")
     return BuildPlan(work=work, app_spec=app_spec, wrapper=wrapper, layout=layout,
-                     log=work / "pyinstaller.log", bootstrap_sha256=sha256)
+                     log=work / "pyinstaller.log", bootstrap_sha256=sha256,
+                     cwd=spec.pyinstaller_spec.parent if spec.pyinstaller_spec else spec.folder)
 
 
 def _app_spec(spec: Spec, work: Path) -> Path:
@@ -202,10 +226,13 @@ def _run_pyinstaller(spec: Spec, plan: BuildPlan, dist: Path, environ: dict[str,
     with open(plan.log, "w", encoding="utf-8") as log, \
             line_progress(f"PyInstaller building {spec.name}") as bar:
         log.write(f"bundler: {subprocess.list2cmdline(command)}\n"
-                  f"bundler: PATH entries hidden from PyInstaller: {dropped or 'none'}\n")
-        # Pipes, not a file handle: under Wine a Windows Python cannot start with
-        # its output redirected straight into a file.
-        with subprocess.Popen(command, cwd=spec.folder, env=environ, stdin=subprocess.DEVNULL,
+                  f"bundler: PATH entries hidden from PyInstaller: "
+                  f"{'; '.join(dropped) or 'none'}\n")
+        # Run in the app spec's folder, as PyInstaller is run by hand: it resolves
+        # some relative paths (runtime_hooks) against the working directory. Pipes,
+        # not a file handle: under Wine a Windows Python cannot start with its
+        # output redirected straight into a file.
+        with subprocess.Popen(command, cwd=plan.cwd, env=environ, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, encoding="utf-8", errors="replace") as child:
             assert child.stdout is not None
@@ -235,7 +262,11 @@ def _refuse_onefile(plan: BuildPlan) -> None:
                                "(no exclude_binaries=True)", _ONEFILE_HINT)
 
 
-def _read_layout(spec: Spec, plan: BuildPlan) -> FrozenLayout:
+def _read_layout(plan: BuildPlan) -> FrozenLayout:
+    if not plan.layout.is_file():
+        raise BuildError(f"{plan.app_spec}: the spec stopped early (PyInstaller exited "
+                         "without error, but the spec never reached its end)",
+                         f"remove early exits from the spec; full log: {plan.log}")
     seen = json.loads(plan.layout.read_text(encoding="utf-8"))
     if not seen["analyses"]:
         raise BuildError(f"{plan.app_spec}: the spec made no Analysis through PyInstaller's "
@@ -259,7 +290,7 @@ def foreign_copies(app: Path, runtime_names: frozenset[str]) -> list[str]:
 def _refuse_foreign_copies(spec: Spec, app: Path, runtime_names: frozenset[str]) -> None:
     copies = foreign_copies(app, runtime_names)
     if copies:
-        raise CheckError(f"{spec.path}: PyInstaller collected {', '.join(copies)} itself; "
+        raise BuildError(f"{spec.path}: PyInstaller collected {', '.join(copies)} itself; "
                          f"the runtime must be in the app once, in {spec.runtime_dir}/",
                          "remove it from the PyInstaller spec's binaries/datas, or exclude "
                          "the package that brings it (e.g. an nvidia-* wheel)")

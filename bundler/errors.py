@@ -36,7 +36,8 @@ class CheckError(BundlerError):
 
 
 class BuildError(BundlerError):
-    """The app's own build (PyInstaller) cannot run or failed."""
+    """The app's own build (PyInstaller) cannot run, failed, or made an app that
+    bundler cannot ship as it is."""
 
 
 class LockError(BundlerError):

@@ -15,8 +15,9 @@ from pathlib import Path
 from bundler.errors import RefusedError
 
 
-def refuse_unsafe_target(target: Path, protected: list[Path], marker: str) -> None:
-    """Refuse a target that holds the user's own files: we would replace it whole."""
+def refuse_unsafe_target(target: Path, protected: list[Path], markers: tuple[str, ...]) -> None:
+    """Refuse a target that holds the user's own files: we would replace it whole.
+    A bundle made by bundler has a file matching one of `markers` (globs)."""
     target = target.resolve()
     for folder in protected:
         folder = folder.resolve()
@@ -24,9 +25,10 @@ def refuse_unsafe_target(target: Path, protected: list[Path], marker: str) -> No
             raise RefusedError(f"{target}: the output folder would replace {folder}",
                                "choose another --out (default: dist/<app name> beside the "
                                "spec)")
-    if target.exists() and any(target.iterdir()) and not (target / marker).is_file():
+    if target.exists() and any(target.iterdir()) and not any(
+            path.is_file() for marker in markers for path in target.glob(marker)):
         raise RefusedError(f"{target}: exists and is not a bundle made by bundler "
-                           f"(no {marker}); refusing to replace it",
+                           f"(no {markers[0]}); refusing to replace it",
                            "choose another --out, or remove the folder yourself")
 
 

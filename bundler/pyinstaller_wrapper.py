@@ -10,8 +10,9 @@
 # What the build made (the COLLECT folder, its contents directory; or a onefile
 # EXE, which bundler refuses) is written to PARAMS["layout"] as JSON for bundler.
 #
-# bundler fills in PARAMS; PyInstaller provides Analysis, EXE, COLLECT, SPEC ...
-# as globals of a spec, so they are read from globals() here.
+# Never imported: bundler writes a copy with PARAMS filled in, and PyInstaller
+# runs that copy as a spec, providing Analysis, EXE, COLLECT, SPEC ... as its
+# globals (so they are read from globals() here).
 import inspect
 import json
 

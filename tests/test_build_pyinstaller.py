@@ -1,6 +1,7 @@
-"""Pure logic of the PyInstaller builder: the build's environment, foreign copies,
-refusals that come before any build. The builds themselves run under Wine
-(test_pyinstaller_wine.py)."""
+"""The PyInstaller builder's logic: the build's environment, foreign copies, and
+refusals. Real Windows builds run under Wine (test_pyinstaller_wine.py); the
+refusals made by the wrapper spec are the same everywhere, so they run with
+this machine's PyInstaller."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from bundler.build_pyinstaller import (
     build_environment,
     build_pyinstaller_app,
     foreign_copies,
+    freeze,
     require_pyinstaller,
 )
 from bundler.errors import BuildError, RefusedError
@@ -28,6 +30,18 @@ def folder_with(tmp_path: Path, name: str, *files: str) -> str:
     for file in files:
         (folder / file).write_bytes(b"MZ")
     return str(folder)
+
+
+def own_spec_project(tmp_path: Path, pyinstaller_spec: str) -> tuple[Path, Path]:
+    (tmp_path / "main.py").write_text("print(1)\n")
+    (tmp_path / "cudnn64_8.dll").write_bytes(b"MZ stand-in")
+    (tmp_path / "p.spec").write_text(pyinstaller_spec)
+    (tmp_path / "app.spec").write_text(
+        '[app]\nname = "x"\nbuilder = "pyinstaller"\npyinstaller_spec = "p.spec"\n'
+        '[runtime]\nrecipe = "cudnn-8.0.3.33-cuda10.1-win-x64"\n')
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    return tmp_path / "app.spec", staging
 
 
 def test_build_environment_hides_cuda_folders_and_cuda_path(tmp_path: Path) -> None:
@@ -66,6 +80,16 @@ def test_missing_pyinstaller_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
     assert "pip install bundler[pyinstaller]" in caught.value.hint
 
 
+def test_building_for_another_platform_is_refused(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, staging = own_spec_project(tmp_path, "raise SystemExit('must not run')\n")
+    monkeypatch.setattr("sysconfig.get_platform", lambda: "linux-x86_64")
+    with pytest.raises(RefusedError) as caught:
+        build_pyinstaller_app(load_spec(spec), staging, tmp_path / "dist")
+    assert "linux-x86_64" in caught.value.message and "win-amd64" in caught.value.message
+    assert "64-bit Windows Python" in caught.value.hint
+
+
 def test_onefile_is_refused_with_its_cost(tmp_path: Path) -> None:
     (tmp_path / "main.py").write_text("print(1)\n")
     (tmp_path / "app.spec").write_text(
@@ -74,7 +98,32 @@ def test_onefile_is_refused_with_its_cost(tmp_path: Path) -> None:
     staging = tmp_path / "staging"
     staging.mkdir()
     with pytest.raises(RefusedError) as caught:
-        build_pyinstaller_app(load_spec(tmp_path / "app.spec"), staging, tmp_path / "dist")
+        freeze(load_spec(tmp_path / "app.spec"), staging, RUNTIME)
     assert "onefile" in caught.value.message
     assert "temporary folder on every start" in caught.value.hint
     assert not (tmp_path / "build").exists()  # refused before anything was built
+
+
+# The wrapper spec's own logic is the same on every platform: these two run the
+# build machine's PyInstaller (a test dependency) and stop before an app is made.
+
+def test_onefile_exe_in_own_spec_is_refused(tmp_path: Path) -> None:
+    spec, staging = own_spec_project(tmp_path, (
+        "a = Analysis(['main.py'])\npyz = PYZ(a.pure)\n"
+        "exe = EXE(pyz, a.scripts, a.binaries, a.datas, name='one')\n"))
+    with pytest.raises(RefusedError) as caught:
+        freeze(load_spec(spec), staging, RUNTIME)
+    assert "EXE 'one' is a onefile build" in caught.value.message
+    assert "exclude_binaries=True" in caught.value.hint
+    assert not [p for p in staging.rglob("*") if p.is_file()]  # stopped before the EXE
+
+
+def test_runtime_dll_brought_by_own_spec_is_refused(tmp_path: Path) -> None:
+    spec, staging = own_spec_project(tmp_path, (
+        "a = Analysis(['main.py'], datas=[('cudnn64_8.dll', 'vendor')])\npyz = PYZ(a.pure)\n"
+        "exe = EXE(pyz, a.scripts, [], exclude_binaries=True, name='app')\n"
+        "coll = COLLECT(exe, a.binaries, a.datas, name='app')\n"))
+    with pytest.raises(BuildError) as caught:
+        freeze(load_spec(spec), staging, RUNTIME)
+    assert "collected _internal/vendor/cudnn64_8.dll itself" in caught.value.message
+    assert "binaries/datas" in caught.value.hint
