@@ -72,6 +72,10 @@ class Recipe:
     path: Path
     sha256: str
     driver_note: str = ""
+    # The oldest driver that runs this CUDA under minor-version compatibility (some
+    # features, e.g. PTX JIT of newer code, need min_driver). Recorded for reports;
+    # checks use min_driver.
+    min_driver_compat: str = ""
 
     @property
     def cuda_major(self) -> int:
@@ -143,6 +147,7 @@ def load_recipe_file(path: Path) -> Recipe:
     versions = top.table("versions")
     cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
     min_driver = versions.take("min_driver", str)
+    min_driver_compat = versions.take("min_driver_compat", str, "")
     driver_note = versions.take("driver_note", str, "")
     versions.done()
     sources = {sid: _source(sid, t) for sid, t in top.tables("sources").items()}
@@ -161,7 +166,7 @@ def load_recipe_file(path: Path) -> Recipe:
                     components=components, files=files, licences=licences,
                     never_bundle=never_bundle, path=path,
                     sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-                    driver_note=driver_note)
+                    driver_note=driver_note, min_driver_compat=min_driver_compat)
     _check_consistency(recipe, redistributable)
     return recipe
 
@@ -178,6 +183,11 @@ def _source(sid: str, table: Table) -> SourceSpec:
         package=table.take("package", str, ""), version=table.take("version", str, ""),
         platform_tag=table.take("platform_tag", str, ""))
     table.done()
+    if kind == "wheel" and not (spec.package and spec.version and spec.platform_tag):
+        raise RecipeError(f"{table.path}: [sources.{sid}] is a wheel but lacks package, "
+                          "version or platform_tag",
+                          'add package = "nvidia-...", version = "..." and '
+                          'platform_tag = "win_amd64" (and sha256 to let bundler fetch it)')
     return spec
 
 
@@ -251,6 +261,12 @@ def _check_consistency(recipe: Recipe, redistributable: tuple[str, ...]) -> None
         if recipe.is_never_bundled(runtime_file.name):
             raise RecipeError(f"{where}: {runtime_file.name} is a driver or system DLL and "
                               "is never bundled", "remove it from the components")
+    shipped = [f.name.lower() for f in (*recipe.files.values(), *recipe.licences)]
+    clashes = sorted({name for name in shipped if shipped.count(name) > 1})
+    if clashes:
+        raise RecipeError(f"{where}: {', '.join(clashes)} would be shipped twice (each "
+                          "wheel names its licence alike)",
+                          'rename them apart: {source = "...", member = "...", as = "..."}')
     for item in (*recipe.files.values(), *recipe.licences):
         source = recipe.sources[item.source]
         if source.contents and item.member not in source.contents:
