@@ -261,8 +261,9 @@ def _check_consistency(recipe: Recipe, redistributable: tuple[str, ...]) -> None
         if recipe.is_never_bundled(runtime_file.name):
             raise RecipeError(f"{where}: {runtime_file.name} is a driver or system DLL and "
                               "is never bundled", "remove it from the components")
-    shipped = [f.name.lower() for f in (*recipe.files.values(), *recipe.licences)]
-    clashes = sorted({name for name in shipped if shipped.count(name) > 1})
+    shipped = [f.name for f in (*recipe.files.values(), *recipe.licences)]
+    lowered = [name.lower() for name in shipped]  # Windows file names ignore case
+    clashes = sorted({name for name in shipped if lowered.count(name.lower()) > 1})
     if clashes:
         raise RecipeError(f"{where}: {', '.join(clashes)} would be shipped twice (each "
                           "wheel names its licence alike)",
