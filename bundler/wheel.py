@@ -144,10 +144,8 @@ def _parse_record(text: str, path: Path) -> dict[str, str]:
 def _hex_sha256(digest: str, member: str, path: Path) -> str:
     """RECORD's "sha256=<urlsafe base64, no padding>" as hex; "" when absent."""
     algorithm, _, encoded = digest.partition("=")
-    if not digest:
-        return ""
     if algorithm != "sha256":
-        return ""  # another algorithm is as good as none here: check_recorded refuses it
+        return ""  # none, or another algorithm: check_recorded refuses such a member
     try:
         raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
     except ValueError:

@@ -3,7 +3,6 @@ built here, the one-pass file digest, the wheel recipes' facts, and --offline.""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 import zipfile
@@ -17,33 +16,16 @@ from bundler.fetch import cached, offline_error
 from bundler.hashing import PiggybackDigest
 from bundler.recipe import SourceSpec, find_recipe, load_recipe_file, shipped_recipes
 from bundler.sources import WheelSource
+from tests import wheelkit
 
 CU11 = "cudnn-8.9.4.25-cuda11-win-x64"
 CU12 = "cudnn-9.28.0.42-cuda12-win-x64"
 DLL = "demo/bin/demo64_1.dll"
 
 
-def record_line(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
-
-
-def make_wheel(folder: Path, members: dict[str, bytes], *, platform: str = "win_amd64",
-               tag_platform: str = "", recorded: dict[str, bytes] | None = None,
-               name: str = "demo_pkg", version: str = "1.0") -> Path:
-    """A wheel as setuptools writes one; `recorded` overrides what RECORD says."""
-    dist_info = f"{name}-{version}.dist-info"
-    wheel_meta = ("Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                  f"Tag: py3-none-{tag_platform or platform}\n")
-    files = {**members, f"{dist_info}/WHEEL": wheel_meta.encode()}
-    says = {**files, **(recorded or {})}
-    record = "\n".join(record_line(n, says[n]) for n in files) + f"\n{dist_info}/RECORD,,\n"
-    path = folder / f"{name}-{version}-py3-none-{platform}.whl"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for member, data in files.items():
-            archive.writestr(member, data)
-        archive.writestr(f"{dist_info}/RECORD", record)
-    return path
+def make_wheel(folder: Path, members: dict[str, bytes], **options: object) -> Path:
+    return wheelkit.make_wheel(folder, members, **{"name": "demo_pkg", "version": "1.0",
+                                                   **options})  # type: ignore[arg-type]
 
 
 def wheel_spec(**changes: str) -> SourceSpec:
