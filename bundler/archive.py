@@ -102,7 +102,11 @@ class ZipArchive:
         decoder = _DECODERS[member.method]()
         crc, size = 0, 0
         for raw in self._raw_chunks(member, tap or _no_tap):
-            data = decoder.feed(raw)
+            try:
+                data = decoder.feed(raw)
+            except (zlib.error, ValueError) as exc:  # inflate64 raises ValueError
+                raise SourceError(f"{self.path}: member {name} is corrupt ({exc})",
+                                  "the archive is damaged: download it again") from None
             crc = zlib.crc32(data, crc)
             size += len(data)
             if data:

@@ -56,3 +56,14 @@ def test_member_escaping_its_folder_is_refused(tmp_path: Path, name: str) -> Non
     make_zip(path, {"cuda/ok.txt": b"ok", name: b"evil"}, zipfile.ZIP_STORED)
     with pytest.raises(SourceError, match="escapes"):
         ZipArchive(path)
+
+
+def test_damaged_compressed_stream_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "a.zip"
+    make_zip(path, {"cuda/a.bin": b"abc" * 100000}, zipfile.ZIP_DEFLATED)
+    data = bytearray(path.read_bytes())
+    start = data.index(b"cuda/a.bin") + len("cuda/a.bin")
+    data[start + 2: start + 6] = b"\xff\xff\xff\xff"
+    path.write_bytes(bytes(data))
+    with ZipArchive(path) as archive, pytest.raises(SourceError, match="corrupt"):
+        archive.check_member("cuda/a.bin")

@@ -1,0 +1,1 @@
+"""bundler's tests (a package so helpers import as `tests.winenv`)."""

@@ -1,0 +1,159 @@
+"""Bad inputs: each is refused with exit 2 and a message naming the problem, and the
+previous bundle (and lock) stay byte-for-byte as they were."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.packing import Workspace, make_workspace, run_cli, snapshot
+from tests.winenv.build import (
+    build_dll,
+    cudart_spec,
+    make_nvidia_zip,
+    make_toolkit,
+    nvidia_zip_members,
+)
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory, standin_zip: Path, standin_toolkit: Path,
+         standin_framework: Path) -> Workspace:
+    workspace = make_workspace(tmp_path_factory.mktemp("good"), standin_framework,
+                               {"cudnn": standin_zip, "cuda": standin_toolkit})
+    from bundler.cli import main
+    assert main(["pack", str(workspace.spec)]) == 0
+    return workspace
+
+
+def rezip(runtime_dir: Path, out: Path, edit: Callable[[dict[str, bytes]], None]) -> Path:
+    members = nvidia_zip_members(runtime_dir)
+    edit(members)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out
+
+
+def truncated(ctx: dict, tmp: Path) -> tuple[str, str]:
+    data = ctx["zip"].read_bytes()
+    (tmp / "t.zip").write_bytes(data[: len(data) * 2 // 3])
+    return "cudnn", str(tmp / "t.zip")
+
+
+def corrupted(ctx: dict, tmp: Path) -> tuple[str, str]:
+    zip_path = make_nvidia_zip(ctx["runtime"].dir, tmp / "c.zip", "store")
+    data = bytearray(zip_path.read_bytes())
+    dll = (ctx["runtime"].dir / "cudnn_cnn_infer64_8.dll").read_bytes()
+    at = data.index(dll) + len(dll) // 2
+    data[at] ^= 0xFF
+    zip_path.write_bytes(bytes(data))
+    return "cudnn", str(zip_path)
+
+
+def corrupted_deflate64(ctx: dict, tmp: Path) -> tuple[str, str]:
+    data = bytearray(ctx["zip"].read_bytes())
+    with zipfile.ZipFile(ctx["zip"]) as archive:
+        info = archive.getinfo("cuda/bin/cudnn64_8.dll")
+    at = info.header_offset + 30 + len(info.filename) + info.compress_size // 2
+    data[at:at + 4] = bytes(b ^ 0xA5 for b in data[at:at + 4])
+    (tmp / "d64.zip").write_bytes(bytes(data))
+    return "cudnn", str(tmp / "d64.zip")
+
+
+def thirty_two_bit(ctx: dict, tmp: Path) -> tuple[str, str]:
+    x86 = ctx["x86"].read_bytes()
+    return "cudnn", str(rezip(ctx["runtime"].dir, tmp / "x86.zip",
+                              lambda m: m.update({"cuda/bin/cudnn64_8.dll": x86})))
+
+
+def cuda11_build(ctx: dict, tmp: Path) -> tuple[str, str]:
+    return "cudnn", str(rezip(ctx["cuda11"].dir, tmp / "cu11.zip", lambda m: None))
+
+
+def zip_slip(ctx: dict, tmp: Path) -> tuple[str, str]:
+    return "cudnn", str(rezip(ctx["runtime"].dir, tmp / "slip.zip",
+                              lambda m: m.update({"cuda/../../evil.dll": b"MZ"})))
+
+
+def dll_missing(ctx: dict, tmp: Path) -> tuple[str, str]:
+    return "cudnn", str(rezip(ctx["runtime"].dir, tmp / "missing.zip",
+                              lambda m: m.pop("cuda/bin/cudnn_cnn_infer64_8.dll")))
+
+
+def toolkit_without_cublas(ctx: dict, tmp: Path) -> tuple[str, str]:
+    toolkit = tmp / "v10.1"
+    shutil.copytree(ctx["toolkit"], toolkit)
+    (toolkit / "bin" / "cublas64_10.dll").unlink()
+    return "cuda", str(toolkit)
+
+
+CASES = [
+    (truncated, "not a complete zip archive"),
+    (corrupted, "cudnn_cnn_infer64_8.dll is corrupt"),
+    (corrupted_deflate64, "cudnn64_8.dll is corrupt"),
+    (thirty_two_bit, "cudnn64_8.dll is a I386 DLL, not AMD64 (32-bit)"),
+    (cuda11_build, "imports cublas64_11.dll, a CUDA 11 library"),
+    (zip_slip, "escapes the archive's folder"),
+    (dll_missing, "lacks 1 expected file(s): bin/cudnn_cnn_infer64_8.dll"),
+    (toolkit_without_cublas, "lacks 1 expected file(s): bin/cublas64_10.dll"),
+]
+
+
+@pytest.mark.parametrize("make_bad, expected", CASES, ids=[c[0].__name__ for c in CASES])
+def test_bad_input_is_refused_and_changes_nothing(
+        good: Workspace, standin_runtime, standin_runtime_cuda11, standin_cudnn_x86: Path,
+        standin_zip: Path, standin_toolkit: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], make_bad, expected: str) -> None:
+    ctx = {"runtime": standin_runtime, "cuda11": standin_runtime_cuda11,
+           "x86": standin_cudnn_x86, "zip": standin_zip, "toolkit": standin_toolkit}
+    source, path = make_bad(ctx, tmp_path)
+    before = snapshot(good.root)
+    code, _, err = run_cli(capsys, "pack", good.spec, "--source", f"{source}={path}")
+    assert code == 2, err
+    first, hint = err.splitlines()[:2]
+    assert first.startswith("bundler: error: ") and expected in first, err
+    assert path in first or Path(path).name in first
+    assert hint.startswith("hint: ")
+    assert snapshot(good.root) == before  # bundle, lock and inputs untouched
+    assert not [p for p in (good.root / "dist").iterdir() if p.name.startswith(".")]
+
+
+def test_malformed_spec_is_refused_and_changes_nothing(
+        good: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(good.root)
+    spec_text = good.spec.read_text()
+    try:
+        good.spec.write_text(spec_text.replace("[runtime]", "[runtime]\ncomponent = 1"))
+        code, _, err = run_cli(capsys, "pack", good.spec)
+    finally:
+        good.spec.write_text(spec_text)
+    assert code == 2
+    assert "unknown key(s) in [runtime]: component" in err
+    assert snapshot(good.root) == before
+
+
+def test_changed_input_is_refused_by_the_lock_until_updated(
+        good: Workspace, standin_runtime, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    toolkit = make_toolkit(standin_runtime.dir, tmp_path / "v10.1")
+    # A different cudart (another build number) in an otherwise identical toolkit.
+    rebuilt = build_dll(cudart_spec(version=(6, 14, 11, 10099)), tmp_path / "rebuilt")
+    shutil.copy(rebuilt, toolkit / "bin" / "cudart64_101.dll")
+    before = snapshot(good.root)
+    code, _, err = run_cli(capsys, "pack", good.spec, "--source", f"cuda={toolkit}")
+    assert code == 2
+    assert "differ from the lock" in err and "file cudnn/cudart64_101.dll changed" in err
+    assert "source cuda changed" in err and "--update-lock" in err
+    assert snapshot(good.root) == before
+    code, _, err = run_cli(capsys, "pack", good.spec, "--source", f"cuda={toolkit}",
+                           "--update-lock")
+    assert code == 0, err
+    assert snapshot(good.dist)["cudnn/cudart64_101.dll"] == snapshot(
+        toolkit)["bin/cudart64_101.dll"]
+    # and the updated lock now accepts the new input as it is
+    assert run_cli(capsys, "pack", good.spec, "--source", f"cuda={toolkit}")[0] == 0

@@ -1,0 +1,163 @@
+"""Issue 2, end to end: pack a folder app from a Deflate64 NVIDIA-layout zip and a
+CUDA toolkit folder (stand-in DLLs built by mingw), then run it under Wine with the
+official Windows CPython (embeddable: its ._pth keeps the script folder off sys.path).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.packing import Workspace, make_workspace, run_cli, snapshot
+from tests.winenv import WindowsPython, require_wine
+from tests.winenv.build import build_runtime, make_nvidia_zip, make_toolkit
+from tests.winenv.winpython import to_windows_path
+
+
+@pytest.fixture(scope="module")
+def app_python() -> WindowsPython:
+    """The embeddable CPython as shipped: the script's folder is NOT on sys.path."""
+    require_wine()
+    return WindowsPython.setup(script_dir_on_path=False)
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory: pytest.TempPathFactory, standin_zip: Path, standin_toolkit: Path,
+           standin_framework: Path) -> Workspace:
+    workspace = make_workspace(tmp_path_factory.mktemp("ws"), standin_framework,
+                               {"cudnn": standin_zip, "cuda": standin_toolkit})
+    assert subprocess.run(["bundler", "pack", str(workspace.spec)]).returncode == 0
+    return workspace
+
+
+def run_app(python: WindowsPython, main: Path, decoy: Path, *args: str) -> list[dict]:
+    result = python.run([main, *args], path_dirs=[decoy], timeout=120)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_bundle_layout_and_manifest(packed: Workspace) -> None:
+    dist = packed.dist
+    runtime = sorted(p.name for p in (dist / "cudnn").iterdir())
+    assert runtime == sorted([
+        "cudart64_101.dll", "cublas64_10.dll", "cublasLt64_10.dll", "cudnn64_8.dll",
+        "cudnn_ops_infer64_8.dll", "cudnn_ops_train64_8.dll", "cudnn_cnn_infer64_8.dll",
+        "cudnn_cnn_train64_8.dll", "cudnn_adv_infer64_8.dll", "cudnn_adv_train64_8.dll",
+        "NVIDIA_SLA_cuDNN_Support.txt", "manifest.json"])
+    assert (dist / "_cudnn_bootstrap.py").is_file()
+    manifest = json.loads((dist / "cudnn" / "manifest.json").read_text())
+    assert manifest["versions"] == {"cudnn": "8.0.3.33", "cuda": "10.1", "min_driver": "418.96"}
+    order = [Path(p).name for p in manifest["load_order"]]
+    # dependencies first: the CUDA runtime, cuBLAS(Lt), the shim, then its sub-libraries
+    assert order.index("cudart64_101.dll") < order.index("cublasLt64_10.dll")
+    assert order.index("cublasLt64_10.dll") < order.index("cublas64_10.dll")
+    assert order.index("cublas64_10.dll") < order.index("cudnn_ops_infer64_8.dll")
+    assert order.index("cudnn64_8.dll") < order.index("cudnn_ops_infer64_8.dll")
+    assert order.index("cudnn_ops_infer64_8.dll") < order.index("cudnn_cnn_infer64_8.dll")
+    shim = next(f for f in manifest["files"] if f["path"] == "cudnn/cudnn64_8.dll")
+    assert (shim["machine"], shim["version"], shim["component"], shim["source"]) == (
+        "AMD64", "8.0.3.33", "core", "cudnn")
+    assert not any(f["path"].endswith((".h", ".lib")) for f in manifest["files"])
+    lock = json.loads(packed.spec.with_name("app.spec.lock").read_text())
+    assert set(lock["files"]) == {f["path"] for f in manifest["files"]}
+
+
+def test_pack_is_deterministic(packed: Workspace, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    assert subprocess.run(["bundler", "pack", str(packed.spec), "--out", str(again)]
+                          ).returncode == 0
+    assert snapshot(again) == snapshot(packed.dist)
+
+
+def test_bundled_app_loads_its_own_cudnn_despite_a_decoy_on_path(
+        packed: Workspace, app_python: WindowsPython, decoy_cudnn_dir: Path) -> None:
+    # Unbundled, the framework's bare-name load finds the decoy on PATH ...
+    unbundled = run_app(app_python, packed.root / "app" / "main.py", decoy_cudnn_dir)[0]
+    assert unbundled["version"] == 7605
+    assert unbundled["path"].lower().startswith(to_windows_path(decoy_cudnn_dir).lower())
+    # ... packed, it gets the bundled copy, and PATH is what it was.
+    bundled = run_app(app_python, packed.dist / "main.py", decoy_cudnn_dir)[0]
+    assert bundled["version"] == 8003
+    expected = to_windows_path(packed.dist / "cudnn" / "cudnn64_8.dll")
+    assert bundled["path"].lower() == expected.lower()
+    assert bundled["PATH"] == unbundled["PATH"]
+    assert to_windows_path(decoy_cudnn_dir).lower() in bundled["PATH"].lower()
+
+
+def test_report_names_versions_and_load_paths(packed: Workspace,
+                                              app_python: WindowsPython) -> None:
+    result = app_python.run([packed.dist / "_cudnn_bootstrap.py"], timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["versions"]["cudnn"] == "8.0.3.33"
+    loaded = {Path(d["file"]).name: d for d in report["dlls"]}
+    assert loaded["cudnn64_8.dll"]["version"] == "8.0.3.33"
+    assert loaded["cudnn64_8.dll"]["loaded_from"].lower() == to_windows_path(
+        packed.dist / "cudnn" / "cudnn64_8.dll").lower()
+    assert len(loaded) == 10
+
+
+def test_two_apps_with_different_runtimes_run_at_once(
+        packed: Workspace, app_python: WindowsPython, standin_framework: Path,
+        decoy_cudnn_dir: Path, tmp_path: Path) -> None:
+    other_dlls = build_runtime(tmp_path / "dlls-8.0.5", cudnn_version=(8, 0, 5, 39)).dir
+    recipe = tmp_path / "cudnn-8.0.5.39-cuda10.1-test.toml"
+    recipe.write_text(Path("recipes/cudnn-8.0.3.33-cuda10.1-win-x64.toml").read_text()
+                      .replace("8.0.3.33", "8.0.5.39"))
+    other = make_workspace(
+        tmp_path / "other", standin_framework,
+        {"cudnn": make_nvidia_zip(other_dlls, tmp_path / "cudnn-8.0.5.zip", "deflate",
+                                  cudnn_version=(8, 0, 5, 39)),
+         "cuda": make_toolkit(other_dlls, tmp_path / "cuda-other")},
+        recipe=recipe.as_posix())
+    assert subprocess.run(["bundler", "pack", str(other.spec)]).returncode == 0
+
+    flags = [tmp_path / "first.loaded", tmp_path / "second.loaded"]
+    env = app_python.environ([decoy_cudnn_dir])
+    procs = [subprocess.Popen(
+        ["wine", str(app_python.python_exe), to_windows_path(dist / "main.py"),
+         to_windows_path(mine), to_windows_path(theirs)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        for dist, mine, theirs in ((packed.dist, flags[0], flags[1]),
+                                   (other.dist, flags[1], flags[0]))]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    results = [[json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+               for out, _ in outputs]
+    assert [r[0]["version"] for r in results] == [8003, 8005], outputs
+    assert all(r[1]["other_seen"] for r in results)  # both were running together
+    assert results[1][0]["path"].lower().startswith(to_windows_path(other.dist).lower())
+
+
+def test_deleted_dll_is_named_by_verify_and_by_the_app(
+        packed: Workspace, app_python: WindowsPython, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(packed.dist, broken)
+    (broken / "cudnn" / "cudnn_cnn_infer64_8.dll").unlink()  # "quarantined"
+    code, out, err = run_cli(capsys, "verify", broken)
+    assert code == 1
+    assert "missing: cudnn/cudnn_cnn_infer64_8.dll" in out
+    result = app_python.run([broken / "main.py"], timeout=120)
+    assert result.returncode != 0
+    assert "cudnn/cudnn_cnn_infer64_8.dll is missing" in result.stderr
+    assert "bundler pack" in result.stderr
+    assert '"version"' not in result.stdout  # the app stopped before its own code
+
+
+def test_changed_and_unexpected_files_are_named_by_verify(
+        packed: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(packed.dist, copy)
+    with open(copy / "cudnn" / "cublas64_10.dll", "ab") as handle:
+        handle.write(b"\0")
+    (copy / "cudnn" / "stray.dll").write_bytes(b"MZ")
+    code, out, _ = run_cli(capsys, "verify", copy, "--json")
+    report = json.loads(out)
+    assert code == 1
+    assert report["changed"] == ["cudnn/cublas64_10.dll"]
+    assert report["unexpected"] == ["cudnn/stray.dll"]
+    assert run_cli(capsys, "verify", packed.dist)[0] == 0
