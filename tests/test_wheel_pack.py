@@ -1,5 +1,6 @@
 """Packing from a real NVIDIA wheel: nvidia-cuda-runtime-cu11==11.8.89 (1 MB), fetched
-once per session by bundler's own fetch into a cache outside the repository.
+once by bundler's own fetch into the test cache outside the repository (fixture
+`cudart_wheel`; tests/setup.sh fetches it ahead).
 
 Covers: a source left out of [sources] comes from the pinned cache (and --offline
 is then fine), the RECORD hash of the taken member is checked, and a tampered
@@ -13,7 +14,6 @@ import base64
 import csv
 import io
 import json
-import os
 import shutil
 import zipfile
 from collections.abc import Callable
@@ -22,25 +22,15 @@ from pathlib import Path
 import pytest
 
 from bundler.cli import main
-from bundler.fetch import cached, fetch
 from bundler.recipe import find_recipe
+from tests.winenv.wheels import wheel_cache
 
 CU11 = "cudnn-8.9.4.25-cuda11-win-x64"
 CUDART_MEMBER = "nvidia/cuda_runtime/bin/cudart64_110.dll"
-WHEEL_CACHE = Path(os.environ.get("BUNDLER_TEST_CACHE", "~/.cache/bundler-tests")
-                   ).expanduser() / "wheels"
-
-
-@pytest.fixture(scope="session")
-def cudart_wheel() -> Path:
-    """The real cudart 11.8 wheel, fetched with pip on first use (needs the network once)."""
-    spec = find_recipe(CU11, Path.cwd()).sources["cudart"]
-    return cached(spec, WHEEL_CACHE) or fetch(spec, WHEEL_CACHE)
-
-
 @pytest.fixture
 def use_cache(monkeypatch: pytest.MonkeyPatch, cudart_wheel: Path) -> Path:
-    monkeypatch.setenv("BUNDLER_CACHE", str(WHEEL_CACHE))
+    """BUNDLER_CACHE set to the harness's wheel cache, which holds the cudart wheel."""
+    monkeypatch.setenv("BUNDLER_CACHE", str(wheel_cache()))
     return cudart_wheel
 
 

@@ -21,14 +21,11 @@ from pathlib import Path
 import pytest
 
 from bundler.cli import main
-from bundler.fetch import cached, fetch
 from bundler.recipe import find_recipe
-from tests.test_wheel_pack import WHEEL_CACHE, cudart_wheel  # noqa: F401 - a fixture
 from tests.wheelkit import make_wheel
 from tests.winenv import WindowsPython, to_windows_path
 from tests.winenv.build import StandinRuntime, build_runtime
-
-pytest_plugins = ["tests.winenv.fixtures"]
+from tests.winenv.wheels import nvidia_wheel
 
 CU11 = "cudnn-8.9.4.25-cuda11-win-x64"
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
@@ -55,12 +52,13 @@ def main():
     report = _cudnn_bootstrap.report()
     runtime = ctypes.c_int(0)
     cudart = next(d["file"] for d in report["dlls"] if "/cudart64_" in d["file"])
-    ctypes.WinDLL(cudart.rsplit("/", 1)[1]).cudaRuntimeGetVersion(ctypes.byref(runtime))
+    status = ctypes.WinDLL(cudart.rsplit("/", 1)[1]).cudaRuntimeGetVersion(
+        ctypes.byref(runtime))
     print(json.dumps({"overlapped": os.path.exists(other),
                       "cudnn_version": fw.framework_cudnn_version(),
                       "cudnn_path": path.value.decode(),
                       "cudnn_create": fw.framework_cudnn_create(),
-                      "cudart_version": runtime.value, "report": report}))
+                      "cudart": [status, runtime.value], "report": report}))
 
 
 main()
@@ -139,7 +137,7 @@ def windows_path_in(bundle: Path, relpath: str) -> str:
 
 def test_two_cudnn_versions_run_side_by_side_each_loading_its_own(
         tmp_path: Path, win_python: WindowsPython, standin_zip: Path, standin_toolkit: Path,
-        standin_framework: Path, decoy_cudnn_dir: Path, cudart_wheel: Path) -> None:  # noqa: F811
+        standin_framework: Path, decoy_cudnn_dir: Path, cudart_wheel: Path) -> None:
     seed = pack(write_app(tmp_path / "seed-app", "seed-app", SEED, "",
                           f'cudnn = "{standin_zip}"\ncuda = "{standin_toolkit}"\n'))
     runtime = build_runtime(tmp_path / "standin-8.9", cudnn_version=(8, 9, 4, 25), cuda="11.8")
@@ -161,8 +159,12 @@ def test_two_cudnn_versions_run_side_by_side_each_loading_its_own(
     old, new = run_apps(win_python, [seed, cu11], standin_framework, decoy_cudnn_dir, sync)
 
     assert old["overlapped"] and new["overlapped"]  # both runtimes were loaded at once
-    assert (old["cudnn_version"], old["cudart_version"], old["cudnn_create"]) == (8003, 10010, 0)
-    assert (new["cudnn_version"], new["cudart_version"], new["cudnn_create"]) == (8904, 11080, 0)
+    assert (old["cudnn_version"], old["cudnn_create"], old["cudart"]) == (8003, 0, [0, 10010])
+    assert new["cudnn_version"] == 8904
+    # The real cudart64_110.dll runs: with no NVIDIA driver here it answers
+    # cudaErrorInsufficientDriver (35), so the stand-in sub-library that asks it for
+    # the runtime version makes cudnnCreate fail with INTERNAL_ERROR (4).
+    assert (new["cudart"], new["cudnn_create"]) == ([35, 0], 4)
     assert old["cudnn_path"].lower() == windows_path_in(seed, "cudnn/cudnn64_8.dll")
     assert new["cudnn_path"].lower() == windows_path_in(cu11, "cudnn/cudnn64_8.dll")
     for bundle, result in ((seed, old), (cu11, new)):
@@ -177,9 +179,7 @@ def real_cudnn_wheels() -> dict[str, Path]:
     """The real cuDNN 8.9.4.25 wheel set (1.16 GB), fetched once into the test cache."""
     if os.environ.get("BUNDLER_REAL_CUDNN") != "1":
         pytest.skip("opt-in: set BUNDLER_REAL_CUDNN=1 (fetches 1.16 GB of NVIDIA wheels once)")
-    recipe = find_recipe(CU11, Path.cwd())
-    return {sid: cached(spec, WHEEL_CACHE) or fetch(spec, WHEEL_CACHE)
-            for sid, spec in recipe.sources.items()}
+    return {sid: nvidia_wheel(CU11, sid) for sid in ("cudnn", "cublas", "cudart")}
 
 
 # Without the bootstrap: the framework's bare-name load takes whatever PATH offers.
@@ -212,7 +212,7 @@ def test_real_cudnn_8_9_is_loaded_from_the_bundle_despite_a_decoy_on_path(
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["cudnn_version"] == 8904
     assert result["cudnn_path"].lower() == windows_path_in(bundle, "cudnn/cudnn64_8.dll")
-    assert result["cudart_version"] == 11080
+    assert result["cudart"] == [35, 0]  # cudaErrorInsufficientDriver: no GPU driver here
     loaded = {d["file"]: d["loaded_from"].lower() for d in result["report"]["dlls"]}
     assert all(path == windows_path_in(bundle, rel) for rel, path in loaded.items())
     assert re.fullmatch(r"-?\d+", str(result["cudnn_create"]))  # no GPU here: a status
