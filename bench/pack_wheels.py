@@ -30,8 +30,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from bundler.fetch import cache_root, cached, fetch
-from bundler.recipe import Recipe, find_recipe
+# Benchmark this checkout's bundler, whichever one is installed.
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bundler.fetch import cache_root, cached, fetch  # noqa: E402
+from bundler.recipe import Recipe, find_recipe  # noqa: E402
 
 RECIPE = "cudnn-8.9.4.25-cuda11-win-x64"
 
@@ -81,7 +85,7 @@ def warm(paths: list[Path]) -> None:
 def time_pack(spec: Path, out: Path) -> tuple[float, dict]:
     shutil.rmtree(out, ignore_errors=True)
     spec.with_name(spec.name + ".lock").unlink(missing_ok=True)
-    env = {**os.environ, "BUNDLER_NO_PROGRESS": "1"}
+    env = {**os.environ, "BUNDLER_NO_PROGRESS": "1", "PYTHONPATH": str(REPO)}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _CHILD, "pack", str(spec), "--out", str(out)],
                           capture_output=True, text=True, env=env, check=False)
