@@ -4,7 +4,10 @@ Written into the app by `bundler pack`; standard library only. Importing it:
 
 1. finds the runtime folder beside this file (inside sys._MEIPASS when frozen);
 2. registers it with os.add_dll_directory, for loads that honour that list;
-3. preloads every runtime DLL by absolute path, in the manifest's load order.
+3. preloads every runtime DLL by absolute path, in the manifest's load order;
+4. checks the NVIDIA driver: missing or too old for this runtime's CUDA gives one
+   clear warning on stderr (an error if the spec says require_driver = true),
+   instead of CUDNN_STATUS_NOT_INITIALIZED much later.
 
 Why preload by absolute path: TensorFlow and PaddlePaddle load "cudnn64_8.dll"
 with a plain LoadLibrary by bare name, which searches PATH and ignores
@@ -37,6 +40,8 @@ _HINTS = {
 _loaded = []        # (relpath, absolute path, handle) in load order
 _dll_directory = None  # keep the handle: closing it would drop the folder again
 _manifest = {}
+_driver = {}        # what driver_check() found, for report()
+_activated = False
 
 
 class BundledRuntimeError(ImportError):
@@ -117,17 +122,91 @@ def _load_one(kernel32, relpath):
     return path, handle
 
 
+def cuda_text(number):
+    """10010 -> "10.1": the encoding of cuDriverGetVersion and CUDA_VERSION."""
+    return f"{number // 1000}.{number % 1000 // 10}" if number else "none"
+
+
+def probe_driver():
+    """(nvcuda.dll's path or "", the CUDA version the driver supports e.g. 10010, error).
+
+    nvcuda.dll comes with the NVIDIA driver. It is loaded by bare name with the
+    standard search order, as the CUDA runtime itself loads it.
+    """
+    import ctypes
+
+    kernel32 = _kernel32()
+    kernel32.LoadLibraryW.restype = ctypes.c_void_p
+    kernel32.LoadLibraryW.argtypes = [ctypes.c_wchar_p]
+    handle = kernel32.LoadLibraryW("nvcuda.dll")
+    if not handle:
+        return "", 0, f"Windows error {ctypes.get_last_error()}"
+    path = _module_path(kernel32, handle)
+    try:
+        get_version = ctypes.WinDLL(path, handle=handle).cuDriverGetVersion
+    except AttributeError:
+        return path, 0, "it has no cuDriverGetVersion"
+    version = ctypes.c_int(0)
+    result = get_version(ctypes.byref(version))
+    return path, version.value, (f"cuDriverGetVersion failed (CUresult {result})"
+                                 if result else "")
+
+
+def cuda_needed(cuda):
+    """The cuDriverGetVersion a CUDA "10.1" runtime needs: 10010. CUDA 11 and later
+    run on any driver of their major (NVIDIA's minor version compatibility)."""
+    major, _, minor = cuda.partition(".")
+    return int(major) * 1000 + (int(minor or 0) * 10 if int(major) < 11 else 0)
+
+
+def driver_check(versions):
+    """The driver against what this runtime needs: a dict; its "problem" is "" if fine."""
+    path, supported, error = probe_driver()
+    cuda, min_driver = versions.get("cuda", "0"), versions.get("min_driver", "")
+    needed = cuda_needed(cuda)
+    found = {"nvcuda": path, "driver_cuda": cuda_text(supported), "needs_cuda": cuda,
+             "min_driver": min_driver, "problem": ""}
+    wanted = f"this app's CUDA {cuda} runtime needs an NVIDIA driver >= {min_driver}"
+    if not path:
+        found["problem"] = (f"no NVIDIA driver found (nvcuda.dll cannot be loaded: {error}); "
+                            f"{wanted}: install it, or the GPU cannot be used")
+    elif error:
+        found["problem"] = f"the NVIDIA driver {path} is unusable ({error}); {wanted}"
+    elif supported < needed:
+        found["problem"] = (f"the NVIDIA driver {path} supports CUDA {cuda_text(supported)} "
+                            f"(cuDriverGetVersion {supported}), but {wanted}: update the "
+                            "NVIDIA driver")
+    return found
+
+
+def _check_driver():
+    global _driver
+    first = not _driver
+    if first:
+        _driver = driver_check(_manifest.get("versions", {}))
+    problem = _driver["problem"]
+    if problem and _manifest.get("require_driver"):
+        raise BundledRuntimeError(problem)
+    if problem and first:
+        # A warning, not an error: apps that fall back to the CPU keep working.
+        print(f"cuDNN runtime warning: {problem}", file=sys.stderr)
+
+
 def activate():
-    """Register the runtime folder and preload its DLLs. Safe to call twice."""
-    global _dll_directory, _manifest
-    if os.name != "nt" or _loaded:
+    """Check the driver, register the runtime folder and preload its DLLs.
+    Does its work once per process: calling it again changes nothing."""
+    global _dll_directory, _manifest, _activated
+    if os.name != "nt" or _activated:
         return
     _manifest = _read_manifest()
+    _check_driver()
     _dll_directory = os.add_dll_directory(runtime_folder())
     kernel32 = _kernel32()
+    _loaded.clear()  # a retry after a failed load starts over
     for relpath in _manifest.get("load_order", []):
         path, handle = _load_one(kernel32, relpath)
         _loaded.append((relpath, path, handle))
+    _activated = True
 
 
 def report():
@@ -141,12 +220,16 @@ def report():
         "recipe": _manifest.get("recipe", {}).get("name", ""),
         "versions": _manifest.get("versions", {}),
         "runtime_dir": runtime_folder(),
+        "driver": _driver,
         "dlls": [{"file": rel, "version": versions.get(rel, ""),
                   "loaded_from": loaded_from.get(rel, "")} for rel, _, _ in _loaded],
     }
 
 
-activate()
+# Imported as bundler.bootstrap (bundler doctor shares the driver check), it only
+# defines functions; shipped into an app, importing it activates the runtime.
+if __name__ != "bundler.bootstrap":
+    activate()
 
 if __name__ == "__main__":
     print(json.dumps(report(), indent=2))

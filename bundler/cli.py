@@ -7,22 +7,19 @@ import json
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from bundler import __version__
+from bundler.doctor import examine_bundle, examine_machine, render_bundle, render_machine
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
+from bundler.inspect import inspect_path
+from bundler.inspect import render as render_inspect
 from bundler.pack import PackResult, pack
 from bundler.recipe import find_recipe, shipped_recipes
 from bundler.spec import load_spec
+from bundler.tables import human_size as _size
 from bundler.verify import VerifyReport, verify
-
-
-def _size(num: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if num < 1024 or unit == "GiB":
-            return f"{num:.0f} {unit}" if unit == "B" else f"{num:.1f} {unit}"
-        num /= 1024
-    raise AssertionError("unreachable")
 
 
 def _source_override(text: str) -> tuple[str, str]:
@@ -104,6 +101,32 @@ def _print_verify(report: VerifyReport) -> None:
               "`bundler pack` (an antivirus may have quarantined a DLL)", file=sys.stderr)
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    report = inspect_path(Path(args.path))
+    _print_report(report, render_inspect(report), args.json)
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.appdir:
+        bundle = examine_bundle(Path(args.appdir))
+        _print_report(bundle, render_bundle(bundle), args.json)
+        return EXIT_OK if bundle.ok else EXIT_PROBLEMS
+    machine = examine_machine()
+    _print_report(machine, render_machine(machine), args.json)
+    return EXIT_OK if machine.ok else EXIT_PROBLEMS
+
+
+def _print_report(report: object, lines: list[str], as_json: bool) -> None:
+    if as_json:
+        data = asdict(report)  # type: ignore[call-overload]
+        if hasattr(report, "ok"):
+            data["ok"] = report.ok
+        print(json.dumps(data, indent=2))
+    else:
+        print("\n".join(lines))
+
+
 def cmd_recipes(args: argparse.Namespace) -> int:
     if args.name:
         recipe = find_recipe(args.name, Path.cwd())
@@ -156,6 +179,23 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("appdir", metavar="APPDIR")
     v.add_argument("--json", action="store_true", help="print a JSON report")
     v.set_defaults(run=cmd_verify)
+
+    i = commands.add_parser("inspect", help="what a DLL, folder, zip or wheel holds and needs",
+                            description="Show each DLL's machine, versions, imports "
+                            "(bundled/system/driver/missing), run-time loads known to the "
+                            "recipes, size and sha256; for a zip or wheel, its members and "
+                            "the recipe source it matches.")
+    i.add_argument("path", metavar="PATH", help="a DLL, a folder, a zip archive or a wheel")
+    i.add_argument("--json", action="store_true", help="print a JSON report")
+    i.set_defaults(run=cmd_inspect)
+
+    d = commands.add_parser("doctor", help="what this machine (or a bundle on it) would load",
+                            description="Without APPDIR: the cuDNN/CUDA DLLs a bare-name load "
+                            "finds, the driver, the installed frameworks. With APPDIR: verify "
+                            "the bundle and check it would load here. Exit 1 if problems.")
+    d.add_argument("appdir", nargs="?", metavar="APPDIR", help="a bundle made by bundler pack")
+    d.add_argument("--json", action="store_true", help="print a JSON report")
+    d.set_defaults(run=cmd_doctor)
 
     r = commands.add_parser("recipes", help="list the shipped recipes, or show one")
     r.add_argument("name", nargs="?", metavar="NAME")

@@ -90,6 +90,8 @@ class Manifest:
     load_order: list[str]
     bootstrap: dict[str, str]
     format: int = MANIFEST_FORMAT
+    # The bootstrap stops the app (rather than warn) when the driver is missing or old.
+    require_driver: bool = False
 
     def to_bytes(self) -> bytes:
         """Deterministic: sorted keys, no timestamps, so equal inputs give equal bytes."""
@@ -97,7 +99,8 @@ class Manifest:
 
 
 def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
-                   resolved: ResolvedRuntime, bootstrap: dict[str, str]) -> Manifest:
+                   resolved: ResolvedRuntime, bootstrap: dict[str, str],
+                   require_driver: bool = False) -> Manifest:
     files = sorted((asdict(f) for f in resolved.files), key=lambda f: str(f["relpath"]))
     for entry in files:
         entry["path"] = entry.pop("relpath")
@@ -106,7 +109,7 @@ def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
         platform=recipe.platform,
         versions=_versions(recipe),
         runtime_dir=runtime_dir, components=components, files=files,
-        load_order=resolved.load_order, bootstrap=bootstrap)
+        load_order=resolved.load_order, bootstrap=bootstrap, require_driver=require_driver)
 
 
 def _versions(recipe: Recipe) -> dict[str, str]:

@@ -6,6 +6,7 @@ in order, inside an atomic output folder, so a failure changes nothing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from bundler.stage import StagedFile, stage_files
 
 # A builder makes the app in the staging folder and says where the bootstrap's
 # folder is (the runtime goes inside it) and the bootstrap's manifest entry.
-Builder = Callable[[Spec, Path, Path], "tuple[Path, dict[str, str]]"]
+Builder = Callable[[Spec, Path, Path], tuple[Path, dict[str, str]]]
 BUILDERS: dict[str, Builder] = {"folder": build_folder_app}
 
 
@@ -31,7 +32,6 @@ class PackResult:
     out: Path
     manifest: Manifest
     lock_path: Path
-    lock_written: bool
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
@@ -45,7 +45,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     sources = open_sources(recipe, {f.source for f in files}, given, spec.folder,
-                           environ if environ is not None else _environ(), offline=offline)
+                           os.environ if environ is None else environ, offline=offline)
     try:
         with staged_output(target) as staging:
             app_root, bootstrap = BUILDERS[spec.builder](spec, staging, target)
@@ -56,15 +56,14 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             origins = {sid: str(s.location) for sid, s in sources.items()}
             resolved = resolve(recipe, components, staged, origins)
             manifest = build_manifest(recipe, [c.name for c in components], spec.runtime_dir,
-                                      resolved, bootstrap)
+                                      resolved, bootstrap, spec.require_driver)
             (app_root / spec.runtime_dir / MANIFEST_NAME).write_bytes(manifest.to_bytes())
             lock = _lock(recipe, sources, staged)
             check_lock(spec.lock_path, lock, update_lock)
     finally:
         close_all(sources)
     write_lock(spec.lock_path, lock)
-    return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path,
-                      lock_written=True)
+    return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path)
 
 
 def _protected(spec: Spec) -> list[Path]:
@@ -80,9 +79,3 @@ def _lock(recipe: Recipe, sources: Mapping[str, Source], staged: list[StagedFile
         sources={sid: {"kind": s.spec.kind, "sha256": s.identity(by_source[sid])}
                  for sid, s in sorted(sources.items())},
         files={item.relpath: item.sha256 for item in staged})
-
-
-def _environ() -> Mapping[str, str]:
-    import os
-
-    return os.environ

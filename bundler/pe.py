@@ -1,8 +1,9 @@
-"""Facts about a PE file (DLL or EXE) that the pack checks need.
+"""Facts about a PE file (DLL or EXE) that the pack checks and `inspect` need.
 
 pefile is opened with fast_load and only the import, delay-import and resource
-directories are parsed: runtime DLLs reach 600 MB, and the sections hold nothing
-these checks need. pefile maps the file rather than reading it into memory.
+directories are parsed (plus exports, when asked): runtime DLLs reach 600 MB, and
+the sections hold nothing these checks need. pefile maps the file rather than
+reading it into memory.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from bundler.errors import CheckError
 
 MACHINES = {0x8664: "AMD64", 0x14C: "I386", 0xAA64: "ARM64", 0x1C4: "ARMNT"}
 PLATFORM_MACHINE = {"win-amd64": "AMD64"}
+BITS = {"AMD64": 64, "ARM64": 64, "I386": 32, "ARMNT": 32}
 
 _DIRECTORIES = [pefile.DIRECTORY_ENTRY[name] for name in (
     "IMAGE_DIRECTORY_ENTRY_IMPORT", "IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT",
     "IMAGE_DIRECTORY_ENTRY_RESOURCE")]
+_EXPORT_DIRECTORY = pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"]
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,15 @@ class PEInfo:
     product_version: str
     imports: tuple[str, ...]
     delay_imports: tuple[str, ...]
+    exports: tuple[str, ...] = ()   # read only when asked: cuBLAS exports thousands
 
     @property
     def all_imports(self) -> tuple[str, ...]:
         return self.imports + self.delay_imports
+
+    @property
+    def bits(self) -> int:
+        return BITS.get(self.machine, 0)
 
 
 def is_pe(path: Path) -> bool:
@@ -41,14 +49,15 @@ def is_pe(path: Path) -> bool:
         return handle.read(2) == b"MZ"
 
 
-def read_pe(path: Path) -> PEInfo:
+def read_pe(path: Path, exports: bool = False) -> PEInfo:
     try:
         image = pefile.PE(str(path), fast_load=True)
     except (pefile.PEFormatError, OSError) as exc:
         raise CheckError(f"{path}: not a valid Windows DLL ({exc})",
                          "the file is damaged or not a DLL: get the original again") from None
     try:
-        image.parse_data_directories(directories=_DIRECTORIES)
+        image.parse_data_directories(
+            directories=_DIRECTORIES + ([_EXPORT_DIRECTORY] if exports else []))
         machine = image.FILE_HEADER.Machine
         return PEInfo(
             machine=MACHINES.get(machine, hex(machine)),
@@ -57,6 +66,7 @@ def read_pe(path: Path) -> PEInfo:
             product_version=_fixed_version(image, "Product"),
             imports=_names(getattr(image, "DIRECTORY_ENTRY_IMPORT", [])),
             delay_imports=_names(getattr(image, "DIRECTORY_ENTRY_DELAY_IMPORT", [])),
+            exports=_exported(image) if exports else (),
         )
     finally:
         image.close()
@@ -64,6 +74,15 @@ def read_pe(path: Path) -> PEInfo:
 
 def _names(entries: list) -> tuple[str, ...]:
     return tuple(entry.dll.decode("ascii", "replace") for entry in entries)
+
+
+def _exported(image: pefile.PE) -> tuple[str, ...]:
+    """Exported names; an export by ordinal only is shown as #ORDINAL."""
+    directory = getattr(image, "DIRECTORY_ENTRY_EXPORT", None)
+    if directory is None:
+        return ()
+    return tuple(s.name.decode("ascii", "replace") if s.name else f"#{s.ordinal}"
+                 for s in directory.symbols)
 
 
 def _fixed_version(image: pefile.PE, kind: str) -> str:

@@ -45,8 +45,9 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
     found = _check_all(recipe, staged, infos, windows_facts())
     if found:
         where = ", ".join(sorted({origins[item.file.source] for item, _ in found}))
-        problems = [problem for _, problem in found]
-        raise CheckError(f"{where}: {'; '.join(problems)}", _hint(problems, recipe))
+        texts = "; ".join(problem.text for _, problem in found)
+        kinds = dict.fromkeys(problem.kind for _, problem in found)
+        raise CheckError(f"{where}: {texts}", "; ".join(HINTS[kind] for kind in kinds))
     files = [_bundled(s, infos.get(s.file.name)) for s in staged]
     order = load_order(recipe, components, infos)
     relpath = {s.file.name: s.relpath for s in staged}
@@ -60,14 +61,32 @@ def _bundled(staged: StagedFile, info: PEInfo | None) -> BundledFile:
                        version=info.file_version if info else "")
 
 
+@dataclass(frozen=True)
+class Problem:
+    kind: str   # a key of HINTS
+    text: str
+
+
+# What to do about each kind of problem, said once in the error's hint line.
+HINTS = {
+    "not_pe": "the file is damaged or not a DLL: get the original download again",
+    "machine": "use the 64-bit (win-amd64) download of the runtime",
+    "version": "the source holds another release than the recipe names: use the right one",
+    "cuda_major": "use the cuDNN build for the recipe's CUDA, or a recipe for that CUDA",
+    "unselected": "add the component to [runtime] components, or fix the recipe's requires",
+    "unknown_import": "the source does not match the recipe: check you have the right "
+                      "download, or add the DLL to the recipe",
+}
+
+
 def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo],
-               facts: WindowsFacts) -> list[tuple[StagedFile, str]]:
+               facts: WindowsFacts) -> list[tuple[StagedFile, Problem]]:
     bundled = {name.lower() for name in infos}
     found = []
     for item in staged:
         name = item.file.name
         if name.lower().endswith(".dll") and name not in infos:
-            found.append((item, f"{name} is not a Windows DLL"))
+            found.append((item, Problem("not_pe", f"{name} is not a Windows DLL")))
         elif name in infos:
             found += [(item, problem) for problem in _check_one(
                 recipe, name, item.file.version, infos[name], bundled, facts)]
@@ -75,16 +94,17 @@ def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo
 
 
 def _check_one(recipe: Recipe, name: str, expected_version: str, info: PEInfo,
-               bundled: set[str], facts: WindowsFacts) -> list[str]:
-    problems = []
+               bundled: set[str], facts: WindowsFacts) -> list[Problem]:
     wanted_machine = PLATFORM_MACHINE.get(recipe.platform)
     if wanted_machine and info.machine != wanted_machine:
-        problems.append(f"{name} is a {info.machine} DLL, not {wanted_machine} "
-                        f"({'32-bit' if info.machine == 'I386' else 'wrong architecture'})")
-        return problems  # its imports would only repeat the same story
+        bits = "32-bit" if info.machine == "I386" else "wrong architecture"
+        # Its imports would only repeat the same story.
+        return [Problem("machine", f"{name} is a {info.machine} DLL, not {wanted_machine} "
+                                   f"({bits})")]
+    problems = []
     if expected_version and info.file_version != expected_version:
-        problems.append(f"{name} has version {info.file_version or 'none'}, the recipe "
-                        f"expects {expected_version}")
+        problems.append(Problem("version", f"{name} has version {info.file_version or 'none'}"
+                                           f", the recipe expects {expected_version}"))
     for imported in info.all_imports:
         problem = _check_import(recipe, name, imported, bundled, facts)
         if problem:
@@ -93,32 +113,20 @@ def _check_one(recipe: Recipe, name: str, expected_version: str, info: PEInfo,
 
 
 def _check_import(recipe: Recipe, name: str, imported: str, bundled: set[str],
-                  facts: WindowsFacts) -> str:
+                  facts: WindowsFacts) -> Problem | None:
     lowered = imported.lower()
     if lowered in bundled or facts.is_system(lowered) or recipe.is_never_bundled(lowered):
-        return ""
+        return None
     major = facts.cuda_major_of(lowered)
     if major is not None and major != recipe.cuda_major:
-        return (f"{name} imports {imported}, a CUDA {major} library: it is a build for "
-                f"CUDA {major}, not CUDA {recipe.cuda}")
+        return Problem("cuda_major", f"{name} imports {imported}, a CUDA {major} library: it "
+                                     f"is a build for CUDA {major}, not CUDA {recipe.cuda}")
     owner = next((f for f in recipe.files.values() if f.name.lower() == lowered), None)
     if owner is not None:
-        return (f"{name} imports {imported} of component '{owner.component}', which is "
-                "not selected")
-    return f"{name} imports {imported}, which is neither bundled nor a Windows/driver DLL"
-
-
-def _hint(problems: list[str], recipe: Recipe) -> str:
-    text = " ".join(problems)
-    if "32-bit" in text or "wrong architecture" in text:
-        return f"use the 64-bit ({recipe.platform}) download of the runtime"
-    if "a build for CUDA" in text:
-        return f"use the cuDNN build for CUDA {recipe.cuda}, or a recipe for that CUDA"
-    if "not selected" in text:
-        return "add the component to [runtime] components, or fix the recipe's requires"
-    if "has version" in text:
-        return "the source holds another release than the recipe names: use the right one"
-    return "the source does not match the recipe: check you have the right download"
+        return Problem("unselected", f"{name} imports {imported} of component "
+                                     f"'{owner.component}', which is not selected")
+    return Problem("unknown_import", f"{name} imports {imported}, which is neither bundled "
+                                     "nor a Windows/driver DLL")
 
 
 def load_order(recipe: Recipe, components: list[Component],

@@ -57,7 +57,8 @@ def _copy(source: Source, member: str, target: Path, advance) -> tuple[int, str]
                 size += len(chunk)
                 advance(len(chunk))
     except OSError as exc:
-        raise SourceError(f"{source.location}: cannot read {member} of source "
-                          f"'{source.id}': {exc.strerror or exc}",
-                          "check the file is readable (an antivirus may hold it)") from None
+        raise SourceError(f"{source.location}: cannot copy {member} of source "
+                          f"'{source.id}' into the bundle: {exc.strerror or exc}",
+                          "check the source is readable (an antivirus may hold it) and the "
+                          "output folder has free space") from None
     return size, digest.hexdigest()

@@ -17,9 +17,16 @@ class WindowsFacts:
     system: tuple[str, ...]
     vc_runtime: tuple[str, ...]
     cuda_library: re.Pattern[str]
+    api_sets: tuple[str, ...] = ()
+    dll_search_order: tuple[str, ...] = ()
 
     def is_system(self, dll: str) -> bool:
-        return _match(dll, self.system) or _match(dll, self.vc_runtime)
+        return (_match(dll, self.system) or _match(dll, self.vc_runtime)
+                or self.is_api_set(dll))
+
+    def is_api_set(self, dll: str) -> bool:
+        """An API set name: resolved by the loader, never a file on disk."""
+        return _match(dll, self.api_sets)
 
     def cuda_major_of(self, dll: str) -> int | None:
         """The CUDA major a CUDA library name belongs to, or None if it is not one."""
@@ -44,4 +51,6 @@ def windows_facts() -> WindowsFacts:
         system=tuple(p.lower() for p in data["system"]),
         vc_runtime=tuple(p.lower() for p in data["vc_runtime"]),
         cuda_library=re.compile(rf"^(?:{prefixes})(?:64)?_(\d+)"),
+        api_sets=tuple(p.lower() for p in data["api_sets"]),
+        dll_search_order=tuple(data["dll_search_order"]),
     )

@@ -13,6 +13,7 @@ import pytest
 from tests.packing import Workspace, make_workspace, run_cli, snapshot
 from tests.winenv.build import (
     build_dll,
+    build_runtime,
     cudart_spec,
     make_nvidia_zip,
     make_toolkit,
@@ -75,6 +76,11 @@ def cuda11_build(ctx: dict, tmp: Path) -> tuple[str, str]:
     return "cudnn", str(rezip(ctx["cuda11"].dir, tmp / "cu11.zip", lambda m: None))
 
 
+def other_release(ctx: dict, tmp: Path) -> tuple[str, str]:
+    dlls = build_runtime(tmp / "dlls", cudnn_version=(8, 0, 5, 39))
+    return "cudnn", str(rezip(dlls.dir, tmp / "805.zip", lambda m: None))
+
+
 def zip_slip(ctx: dict, tmp: Path) -> tuple[str, str]:
     return "cudnn", str(rezip(ctx["runtime"].dir, tmp / "slip.zip",
                               lambda m: m.update({"cuda/../../evil.dll": b"MZ"})))
@@ -98,6 +104,7 @@ CASES = [
     (corrupted_deflate64, "cudnn64_8.dll is corrupt"),
     (thirty_two_bit, "cudnn64_8.dll is a I386 DLL, not AMD64 (32-bit)"),
     (cuda11_build, "imports cublas64_11.dll, a CUDA 11 library"),
+    (other_release, "cudnn64_8.dll has version 8.0.5.39, the recipe expects 8.0.3.33"),
     (zip_slip, "escapes the archive's folder"),
     (dll_missing, "lacks 1 expected file(s): bin/cudnn_cnn_infer64_8.dll"),
     (toolkit_without_cublas, "lacks 1 expected file(s): bin/cublas64_10.dll"),

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from bundler.errors import SourceError
+from bundler.pack import pack
+from bundler.spec import load_spec
 from tests.packing import Workspace, make_workspace, run_cli, snapshot
 from tests.winenv import WindowsPython, require_wine
 from tests.winenv.build import build_runtime, make_nvidia_zip, make_toolkit
@@ -161,3 +164,60 @@ def test_changed_and_unexpected_files_are_named_by_verify(
     assert report["changed"] == ["cudnn/cublas64_10.dll"]
     assert report["unexpected"] == ["cudnn/stray.dll"]
     assert run_cli(capsys, "verify", packed.dist)[0] == 0
+
+
+LATE_BOOTSTRAP = '''\
+import ctypes, importlib.util, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+# The framework is imported before the bootstrap: it loads the decoy from PATH.
+ctypes.CDLL(os.path.join(here, "framework.dll")).framework_cudnn_version()
+spec = importlib.util.spec_from_file_location("_cudnn_bootstrap",
+                                              os.path.join(here, "_cudnn_bootstrap.py"))
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+'''
+
+
+def test_bootstrap_after_framework_names_both_dlls(
+        packed: Workspace, app_python: WindowsPython, decoy_cudnn_dir: Path,
+        tmp_path: Path) -> None:
+    late = tmp_path / "late"
+    shutil.copytree(packed.dist, late)
+    (late / "late.py").write_text(LATE_BOOTSTRAP)
+    result = app_python.run([late / "late.py"], path_dirs=[decoy_cudnn_dir], timeout=120)
+    assert result.returncode != 0
+    message = result.stderr.lower()
+    assert "another cudnn64_8.dll is already loaded from " + to_windows_path(
+        decoy_cudnn_dir / "cudnn64_8.dll").lower() in message
+    assert to_windows_path(late / "cudnn" / "cudnn64_8.dll").lower() in message
+
+
+def test_a_dll_that_fails_to_load_gives_the_windows_error(
+        packed: Workspace, app_python: WindowsPython, tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged"
+    shutil.copytree(packed.dist, damaged)
+    (damaged / "cudnn" / "cublas64_10.dll").write_bytes(b"MZ" + b"\0" * 4094)
+    result = app_python.run([damaged / "main.py"], timeout=120)
+    assert result.returncode != 0
+    assert "cannot load bundled runtime file cudnn/cublas64_10.dll" in result.stderr
+    assert "Windows error 193" in result.stderr
+    assert "bundler pack" in result.stderr
+
+
+def test_toolkit_is_found_through_cuda_path_variables(
+        packed: Workspace, standin_zip: Path, standin_toolkit: Path, tmp_path: Path) -> None:
+    spec_path = tmp_path / "app.spec"
+    spec_path.write_text(packed.spec.read_text().replace(
+        f'cuda = "{standin_toolkit.as_posix()}"', ""))
+    shutil.copytree(packed.root / "app", tmp_path / "app")
+    spec = load_spec(spec_path)
+    assert "cuda" not in spec.sources
+    # CUDA_PATH points at another CUDA; CUDA_PATH_V10_1 is tried first and wins.
+    result = pack(spec, environ={"CUDA_PATH_V10_1": str(standin_toolkit),
+                                 "CUDA_PATH": str(tmp_path / "v11.8")})
+    assert (result.out / "cudnn" / "cudart64_101.dll").is_file()
+    with pytest.raises(SourceError) as caught:
+        pack(spec, environ={"CUDA_PATH": str(tmp_path)})
+    assert "from CUDA_PATH" in caught.value.message
+    assert "bin/cudart64_101.dll" in caught.value.message
+    with pytest.raises(SourceError, match="CUDA_PATH_V10_1/CUDA_PATH are unset"):
+        pack(spec, environ={})

@@ -1,0 +1,130 @@
+"""What doctor knows of NVIDIA drivers and GPU frameworks, read from compat.toml.
+
+Which CUDA a driver version supports, and which CUDA/cuDNN (and which bare-name
+DLLs) each framework release expects. The facts are data; this module only looks
+them up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from bundler.errors import BundlerError
+from bundler.tomlfile import Table, tomllib
+
+_NUMBERS = re.compile(r"\d+")
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """The leading dotted numbers of a version: "2.1.0.post101" -> (2, 1, 0)."""
+    numbers = []
+    for part in text.split("+", 1)[0].split("."):
+        if not part.isdigit():
+            leading = _NUMBERS.match(part)
+            if leading:
+                numbers.append(int(leading.group()))
+            break
+        numbers.append(int(part))
+    return tuple(numbers)
+
+
+def driver_from_file_version(file_version: str) -> str:
+    """NVIDIA's driver number from nvcuda.dll's Windows file version: the last five
+    digits of its last two fields, e.g. 26.21.14.4166 -> 441.66."""
+    parts = file_version.split(".")
+    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+        return ""
+    digits = (parts[2] + parts[3].zfill(4))[-5:]
+    return f"{int(digits[:3])}.{digits[3:]}"
+
+
+@dataclass(frozen=True)
+class FrameworkEntry:
+    """One row of the framework table: a version range and what it expects."""
+
+    name: str
+    distributions: tuple[str, ...]
+    min: str
+    below: str
+    cuda: str
+    cudnn: str
+    local: str = ""
+    loads: tuple[str, ...] = ()
+    bundles_runtime: bool = False
+
+    def matches(self, distribution: str, version: str) -> bool:
+        if _normalise(distribution) not in {_normalise(d) for d in self.distributions}:
+            return False
+        local = version.split("+", 1)[1] if "+" in version else ""
+        if self.local and local != self.local:
+            return False
+        return version_tuple(self.min) <= version_tuple(version) < version_tuple(self.below)
+
+
+@dataclass(frozen=True)
+class CompatFacts:
+    scan: tuple[str, ...]
+    nvidia_smi: tuple[str, ...]
+    driver_minimum: tuple[tuple[str, str], ...]   # (CUDA, driver), oldest CUDA first
+    frameworks: tuple[FrameworkEntry, ...]
+
+    def min_driver_for(self, cuda: str) -> str:
+        wanted = version_tuple(cuda)[:2]
+        return next((d for c, d in self.driver_minimum if version_tuple(c) == wanted), "")
+
+    def cuda_for_driver(self, driver: str) -> str:
+        """The newest CUDA a driver version runs, or "" if older than every row."""
+        have = version_tuple(driver)
+        supported = [c for c, d in self.driver_minimum if version_tuple(d) <= have]
+        return supported[-1] if supported else ""
+
+    def framework_entry(self, distribution: str, version: str) -> FrameworkEntry | None:
+        return next((f for f in self.frameworks if f.matches(distribution, version)), None)
+
+    @property
+    def framework_distributions(self) -> tuple[str, ...]:
+        names = dict.fromkeys(d for f in self.frameworks for d in f.distributions)
+        return tuple(names)
+
+
+def _normalise(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+@lru_cache(maxsize=1)
+def compat_facts() -> CompatFacts:
+    resource = resources.files("bundler").joinpath("compat.toml")
+    return parse_compat(tomllib.loads(resource.read_text(encoding="utf-8")),
+                        Path(str(resource)))
+
+
+def parse_compat(data: dict, path: Path) -> CompatFacts:
+    top = Table(data, path, "", BundlerError)
+    scan = tuple(top.take_str_list("scan"))
+    driver = top.table("driver")
+    nvidia_smi = tuple(driver.take_str_list("nvidia_smi", []))
+    minimum = driver.table("minimum")
+    rows = sorted(((cuda, minimum.take(cuda, str)) for cuda in minimum.names()),
+                  key=lambda row: version_tuple(row[0]))
+    minimum.done()
+    driver.done()
+    frameworks = tuple(_framework(Table(entry, path, "framework", BundlerError))
+                       for entry in top.take("framework", list, []))
+    top.done()
+    return CompatFacts(scan=scan, nvidia_smi=nvidia_smi, driver_minimum=tuple(rows),
+                       frameworks=frameworks)
+
+
+def _framework(table: Table) -> FrameworkEntry:
+    entry = FrameworkEntry(
+        name=table.take("name", str), distributions=tuple(table.take_str_list("distributions")),
+        min=table.take("min", str), below=table.take("below", str),
+        cuda=table.take("cuda", str), cudnn=table.take("cudnn", str),
+        local=table.take("local", str, ""), loads=tuple(table.take_str_list("loads", [])),
+        bundles_runtime=table.take("bundles_runtime", bool, False))
+    table.done()
+    return entry

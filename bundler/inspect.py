@@ -1,0 +1,297 @@
+"""`bundler inspect PATH`: what a DLL, a folder, a zip or a wheel holds, and what
+each DLL needs to load.
+
+For each DLL: machine, file and product version, exports, size, sha256, and its
+dependencies — static and delay-load imports read from the file, plus the DLLs the
+shipped recipes say it loads by name at run time (`loads`), which no import table
+shows. Each dependency is marked:
+
+- bundled: a DLL of that name is beside it (same folder, archive or wheel);
+- system: Windows or the VC++ runtime provides it (bundler/windows.toml);
+- driver: the NVIDIA driver provides it (a recipe's never_bundle);
+- missing: none of these.
+
+An archive or wheel also lists its members and which shipped recipe source it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from bundler.archive import ZipArchive
+from bundler.errors import BundlerError, CheckError
+from bundler.hashing import sha256_file
+from bundler.pe import is_pe, read_pe
+from bundler.recipe import Recipe, shipped_recipes
+from bundler.tables import format_table, human_size
+from bundler.windows import windows_facts
+
+# Which recipe source kinds a thing on disk can be.
+_SOURCE_KINDS = {"archive": ("archive",), "wheel": ("wheel", "archive"),
+                 "folder": ("toolkit", "folder"), "dll": ()}
+
+
+@dataclass(frozen=True)
+class Dependency:
+    name: str
+    how: str      # "static", "delay" (delay-load import) or "runtime" (named by a recipe)
+    status: str   # "bundled", "system", "driver" or "missing"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class DllFacts:
+    name: str
+    path: str      # the file, or the archive holding it
+    member: str    # its name inside the archive; "" for a file on disk
+    size: int
+    sha256: str
+    machine: str
+    bits: int
+    file_version: str
+    product_version: str
+    dependencies: tuple[Dependency, ...]
+    exports: tuple[str, ...]
+    error: str = ""   # why the facts are missing: not a valid DLL
+
+    def with_status(self, status: str) -> tuple[Dependency, ...]:
+        return tuple(d for d in self.dependencies if d.status == status)
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class RecipeMatch:
+    recipe: str
+    source: str
+    by: tuple[str, ...]        # "sha256", "file name", "package", "contents"
+    missing: tuple[str, ...]   # expected members it lacks (a partial match)
+
+
+@dataclass(frozen=True)
+class InspectReport:
+    path: str
+    kind: str      # "dll", "folder", "archive" or "wheel"
+    size: int
+    sha256: str    # of the archive or wheel; "" otherwise
+    members: tuple[Member, ...]
+    dlls: tuple[DllFacts, ...]
+    matches: tuple[RecipeMatch, ...]
+
+
+def classify(name: str, beside: set[str], recipes: tuple[Recipe, ...]) -> tuple[str, str]:
+    """(status, note) of a dependency named `name`; `beside` holds lower-case names."""
+    lowered = name.lower()
+    facts = windows_facts()
+    if lowered in beside:
+        return "bundled", ""
+    if facts.is_system(lowered):
+        return "system", ""
+    if any(recipe.is_never_bundled(lowered) for recipe in recipes):
+        return "driver", ""
+    owner = next(((r, f) for r in recipes for f in r.files.values()
+                  if f.name.lower() == lowered), None)
+    if owner is not None:
+        recipe, runtime_file = owner
+        return "missing", f"recipe {recipe.name} takes it from source '{runtime_file.source}'"
+    major = facts.cuda_major_of(lowered)
+    return "missing", f"a CUDA {major} library" if major is not None else ""
+
+
+def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...]
+                  ) -> list[tuple[str, str]]:
+    """(dll, recipe) pairs the recipes say `name` loads at run time. Recipes naming
+    this exact version are preferred; otherwise every recipe that knows the name."""
+    known = [(r, f) for r in recipes for f in r.files.values()
+             if f.name.lower() == name.lower() and f.loads]
+    exact = [(r, f) for r, f in known if f.version and f.version == version]
+    pairs: dict[str, str] = {}
+    for recipe, runtime_file in exact or known:
+        for loaded in runtime_file.loads:
+            pairs.setdefault(loaded, recipe.name)
+    return list(pairs.items())
+
+
+def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
+              sha256: str = "", member: str = "", shown_path: str = "") -> DllFacts:
+    """Facts about one DLL on disk. `sha256`, when known already, is not recomputed."""
+    name = PurePosixPath(member).name if member else path.name
+    size = path.stat().st_size
+    digest = sha256 or sha256_file(path)
+    try:
+        info = read_pe(path, exports=True)
+    except CheckError as exc:
+        return DllFacts(name, shown_path or str(path), member, size, digest, "", 0, "", "",
+                        (), (), error=exc.message)
+    dependencies = [Dependency(i, how, *classify(i, beside, recipes))
+                    for how, names in (("static", info.imports), ("delay", info.delay_imports))
+                    for i in names]
+    for loaded, recipe in runtime_loads(name, info.file_version, recipes):
+        status, _ = classify(loaded, beside, recipes)
+        dependencies.append(Dependency(loaded, "runtime", status, f"named by recipe {recipe}"))
+    return DllFacts(name=name, path=shown_path or str(path), member=member, size=size,
+                    sha256=digest, machine=info.machine, bits=info.bits,
+                    file_version=info.file_version, product_version=info.product_version,
+                    dependencies=tuple(dependencies), exports=info.exports)
+
+
+def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> InspectReport:
+    recipes = tuple(shipped_recipes()) if recipes is None else recipes
+    if path.is_dir():
+        return _inspect_folder(path, recipes)
+    if not path.is_file():
+        raise BundlerError(f"{path}: no such file or folder",
+                           "give a DLL, a folder, a zip archive or a wheel")
+    if path.suffix.lower() in (".zip", ".whl") or zipfile.is_zipfile(path):
+        return _inspect_archive(path, recipes)
+    if is_pe(path):
+        beside = {p.name.lower() for p in _dlls_in(path.parent, recursive=False)}
+        facts = dll_facts(path, beside, recipes)
+        if facts.error:
+            raise CheckError(facts.error, "inspect a DLL, a folder, a zip archive or a wheel")
+        return InspectReport(str(path), "dll", facts.size, "", (), (facts,), ())
+    raise CheckError(f"{path}: not a DLL, a zip archive or a wheel",
+                     "inspect a DLL, a folder, a zip archive or a wheel")
+
+
+def _dlls_in(folder: Path, recursive: bool) -> list[Path]:
+    found = folder.rglob("*") if recursive else folder.iterdir()
+    return sorted((p for p in found if p.suffix.lower() == ".dll" and p.is_file()),
+                  key=lambda p: p.as_posix().lower())
+
+
+def _inspect_folder(folder: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
+    paths = _dlls_in(folder, recursive=True)
+    beside = {p.name.lower() for p in paths}
+    dlls = tuple(dll_facts(p, beside, recipes) for p in paths)
+    matches = match_recipes("folder", folder.name, "", lambda m: (folder / m).is_file(),
+                            recipes)
+    return InspectReport(str(folder), "folder", sum(d.size for d in dlls), "", (), dlls,
+                         tuple(matches))
+
+
+def _inspect_archive(path: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
+    kind = "wheel" if path.suffix.lower() == ".whl" else "archive"
+    sha256 = sha256_file(path)
+    with ZipArchive(path) as archive:
+        names = sorted(archive.members)
+        members = tuple(Member(n, archive.members[n].size) for n in names)
+        dll_members = [n for n in names if n.lower().endswith(".dll")]
+        beside = {PurePosixPath(n).name.lower() for n in dll_members}
+        dlls = tuple(_member_facts(archive, m, beside, recipes) for m in dll_members)
+    present = set(names)
+    matches = match_recipes(kind, path.name, sha256, present.__contains__, recipes)
+    return InspectReport(str(path), kind, path.stat().st_size, sha256, members, dlls,
+                         tuple(matches))
+
+
+def _member_facts(archive: ZipArchive, member: str, beside: set[str],
+                  recipes: tuple[Recipe, ...]) -> DllFacts:
+    """Unpack one member to a temporary file (CRC checked, hashed on the way), read it."""
+    with tempfile.TemporaryDirectory(prefix="bundler-inspect-") as folder:
+        target = Path(folder) / PurePosixPath(member).name
+        digest = hashlib.sha256()
+        with open(target, "wb") as out:
+            for chunk in archive.read_chunks(member):
+                digest.update(chunk)
+                out.write(chunk)
+        return dll_facts(target, beside, recipes, sha256=digest.hexdigest(), member=member,
+                         shown_path=str(archive.path))
+
+
+def match_recipes(kind: str, file_name: str, sha256: str, has: Callable[[str], bool],
+                  recipes: tuple[Recipe, ...]) -> list[RecipeMatch]:
+    """The recipe sources this input is: by pinned sha256, file name, wheel package,
+    or holding every member the source lists. A match by name that lacks members is
+    reported with what it lacks (a damaged or wrong download)."""
+    return [match for recipe in recipes for match in _source_matches(
+        recipe, kind, file_name, sha256, has)]
+
+
+def _source_matches(recipe: Recipe, kind: str, file_name: str, sha256: str,
+                    has: Callable[[str], bool]) -> Iterator[RecipeMatch]:
+    for source in recipe.sources.values():
+        if source.kind not in _SOURCE_KINDS[kind]:
+            continue
+        by = []
+        if source.sha256 and source.sha256 == sha256:
+            by.append("sha256")
+        if source.file_name and source.file_name.lower() == file_name.lower():
+            by.append("file name")
+        if kind == "wheel" and source.package and _is_wheel_of(file_name, source.package,
+                                                                source.version):
+            by.append("package")
+        prefix = f"{source.root.strip('/')}/" if source.root else ""
+        missing = tuple(m for m in source.contents if not has(prefix + m))
+        if source.contents and not missing:
+            by.append("contents")
+        if by:
+            yield RecipeMatch(recipe.name, source.id, tuple(by), missing)
+
+
+def _is_wheel_of(file_name: str, package: str, version: str) -> bool:
+    """A wheel's file name is NAME-VERSION-...whl with '-' in NAME written as '_'."""
+    parts = file_name.split("-")
+    if len(parts) < 3:
+        return False
+    same_name = parts[0].lower().replace("_", "-") == package.lower().replace("_", "-")
+    return same_name and (not version or parts[1] == version)
+
+
+def render(report: InspectReport) -> list[str]:
+    lines = [_headline(report)]
+    for match in report.matches:
+        lacking = (f"; but lacks {len(match.missing)} member(s): "
+                   f"{', '.join(match.missing[:5])}" if match.missing else "")
+        lines.append(f"  is recipe {match.recipe}, source '{match.source}' "
+                     f"(matched by {', '.join(match.by)}){lacking}")
+    if report.kind in ("archive", "wheel") and not report.matches:
+        lines.append("  matches no shipped recipe source")
+    if report.members:
+        lines += ["", "members:"]
+        lines += format_table(("size", "name"), ((human_size(m.size), m.name)
+                                                 for m in report.members))
+    for dll in report.dlls:
+        lines += ["", *_render_dll(dll)]
+    return lines
+
+
+def _headline(report: InspectReport) -> str:
+    if report.kind == "dll":
+        return f"{report.path}: DLL"
+    if report.kind == "folder":
+        return f"{report.path}: folder, {len(report.dlls)} DLL(s), {human_size(report.size)}"
+    return (f"{report.path}: {'wheel' if report.kind == 'wheel' else 'zip archive'}, "
+            f"{len(report.members)} members, {human_size(report.size)}, "
+            f"sha256 {report.sha256}")
+
+
+def _render_dll(dll: DllFacts) -> list[str]:
+    lines = [f"{dll.member or dll.name}" + (f"  ({dll.path})" if dll.member else "")]
+    if dll.error:
+        return lines + [f"  error: {dll.error}"]
+    shown = ", ".join(dll.exports[:6]) + (", ..." if len(dll.exports) > 6 else "")
+    lines += format_table(("", ""), (
+        ("machine", f"{dll.machine} ({dll.bits}-bit)" if dll.bits else dll.machine),
+        ("file version", dll.file_version or "(none)"),
+        ("product version", dll.product_version or "(none)"),
+        ("size", f"{human_size(dll.size)} ({dll.size} bytes)"),
+        ("sha256", dll.sha256),
+        ("exports", f"{len(dll.exports)}" + (f": {shown}" if shown else ""))),
+        show_headers=False)
+    if dll.dependencies:
+        lines.append("  dependencies:")
+        lines += format_table(("name", "how", "status", "note"), (
+            (d.name, d.how, d.status, d.note) for d in dll.dependencies), indent="    ")
+    else:
+        lines.append("  dependencies: none")
+    return lines

@@ -1,0 +1,37 @@
+"""The command line as a user meets it: help, `python -m bundler`, recipes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.packing import run_cli
+
+
+def test_python_dash_m_and_help() -> None:
+    result = subprocess.run([sys.executable, "-m", "bundler", "--help"], capture_output=True,
+                            text=True)
+    assert result.returncode == 0
+    for command in ("pack", "verify", "recipes"):
+        assert command in result.stdout
+
+
+def test_recipes_lists_the_seed_with_versions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "recipes")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.startswith("cudnn-8.0.3.33-cuda10.1-win-x64"))
+    assert "8.0.3.33" in line and "10.1" in line and "win-amd64" in line
+    code, out, _ = run_cli(capsys, "recipes", "cudnn-8.0.3.33-cuda10.1-win-x64")
+    assert "component cnn_train: cudnn_cnn_train64_8.dll -> ops_infer, ops_train, cnn_infer" in out
+    assert "driver >= 418.96" in out
+
+
+def test_unknown_recipe_and_missing_spec_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "recipes", "cudnn-0")
+    assert code == 2 and "no shipped recipe is named 'cudnn-0'" in err
+    code, _, err = run_cli(capsys, "pack", "nowhere/app.spec")
+    assert code == 2 and "no such spec file" in err and "hint:" in err
+    code, _, err = run_cli(capsys, "verify", "nowhere")
+    assert code == 2 and "not a folder" in err

@@ -1,0 +1,215 @@
+"""Pure logic of `bundler doctor`: the compatibility tables, the modelled DLL search
+order, and the judgements made from gathered facts. (What Windows really loads is
+tested under Wine in test_doctor_wine.py.)"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bundler.bootstrap import cuda_needed, cuda_text
+from bundler.compat import (
+    compat_facts,
+    driver_from_file_version,
+    parse_compat,
+    version_tuple,
+)
+from bundler.doctor import PROBLEM, FrameworkReport, judge_machine, place
+from bundler.errors import BundlerError
+from bundler.machine import (
+    DllCopy,
+    DriverFacts,
+    InstalledFramework,
+    SearchFolder,
+    installed_frameworks,
+    search_folders,
+)
+
+SYSTEM = {"system32": "/win/system32", "system16": "/win/System", "windows": "/win"}
+
+
+def test_driver_table_gives_the_newest_cuda_a_driver_runs() -> None:
+    compat = compat_facts()
+    assert compat.cuda_for_driver("418.96") == "10.1"
+    assert compat.cuda_for_driver("411.31") == "10.0"
+    assert compat.cuda_for_driver("441.22") == "10.2"
+    assert compat.cuda_for_driver("100.00") == ""
+    assert compat.min_driver_for("10.1") == "418.96"
+
+
+@pytest.mark.parametrize("file_version, driver", [
+    ("26.21.14.4166", "441.66"), ("25.21.14.1131", "411.31"), ("27.21.14.5148", "451.48"),
+    ("1.2.3", ""), ("", "")])
+def test_driver_version_from_nvcuda_file_version(file_version: str, driver: str) -> None:
+    assert driver_from_file_version(file_version) == driver
+
+
+@pytest.mark.parametrize("distribution, version, cuda, cudnn", [
+    ("tensorflow", "2.3.1", "10.1", "7.6"),
+    ("tensorflow-gpu", "2.4.0", "11.0", "8.0"),
+    ("tensorflow", "2.10.0", "11.2", "8.1"),
+    ("paddlepaddle-gpu", "2.1.0.post101", "10.1", "7.6"),
+    ("paddlepaddle_gpu", "2.2.2", "10.1", "7.6"),
+    ("torch", "1.8.1+cu101", "10.1", "7.6"),
+])
+def test_framework_table(distribution: str, version: str, cuda: str, cudnn: str) -> None:
+    entry = compat_facts().framework_entry(distribution, version)
+    assert entry is not None
+    assert (entry.cuda, entry.cudnn) == (cuda, cudnn)
+
+
+@pytest.mark.parametrize("distribution, version", [
+    ("tensorflow", "2.11.0"), ("torch", "1.8.1+cpu"), ("torch", "1.8.1"),
+    ("paddlepaddle-gpu", "2.3.0"), ("numpy", "2.3.0")])
+def test_framework_table_leaves_unknown_releases_alone(distribution: str,
+                                                       version: str) -> None:
+    assert compat_facts().framework_entry(distribution, version) is None
+
+
+def test_versions_and_cuda_numbers() -> None:
+    assert version_tuple("2.1.0.post101") == (2, 1, 0)
+    assert version_tuple("1.8.1+cu101") == (1, 8, 1)
+    assert version_tuple("2.4.0rc1") == (2, 4, 0)
+    assert cuda_text(10010) == "10.1" and cuda_text(11020) == "11.2"
+    assert cuda_needed("10.1") == 10010
+    assert cuda_needed("11.8") == 11000   # minor version compatibility from CUDA 11
+
+
+def test_compat_file_is_read_strictly(tmp_path: Path) -> None:
+    with pytest.raises(BundlerError, match="unknown key"):
+        parse_compat({"scan": [], "driver": {"minimum": {}}, "extra": 1}, tmp_path)
+
+
+def test_search_order_follows_windows_and_lists_cuda_path_apart() -> None:
+    environ = {"PATH": os.pathsep.join(["/decoy", "/win/system32", '"/quoted dir"', ""]),
+               "CUDA_PATH": "/cuda", "CUDA_PATH_V10_1": "/cuda101", "CUDA_PATHX": "/no"}
+    folders = search_folders(environ, application="/python", system=SYSTEM,
+                             current="/here")
+    table = [(f.path, f.label, f.searched, f.order) for f in folders]
+    assert table == [
+        ("/python", "application folder", True, 1),
+        ("/win/system32", "System32, PATH[2]", True, 2),
+        ("/win/System", "System", True, 3),
+        ("/win", "Windows folder", True, 4),
+        ("/here", "current folder", True, 5),
+        ("/decoy", "PATH[1]", True, 6),
+        ("/quoted dir", "PATH[3]", True, 7),
+        (os.path.join("/cuda", "bin"), "CUDA_PATH", False, 0),
+        (os.path.join("/cuda101", "bin"), "CUDA_PATH_V10_1", False, 0),
+    ]
+
+
+def _folder(path: str, label: str, order: int) -> SearchFolder:
+    return SearchFolder(path, label, order > 0, order)
+
+
+def _copy(name: str, folder: SearchFolder, sha: str, machine: str = "AMD64",
+          version: str = "8.0.3.33") -> DllCopy:
+    return DllCopy(name=name, path=f"{folder.path}/{name}", folder=folder, size=10,
+                   machine=machine, version=version, sha256=sha)
+
+
+DECOY = _folder("/decoy", "PATH[1]", 6)
+TOOLKIT = _folder("/cuda/bin", "CUDA_PATH", 0)
+LATER = _folder("/later", "PATH[2]", 7)
+NO_DRIVER = DriverFacts(True, "", "Windows error 126", 0, "", "", "", ())
+OLD_DRIVER = DriverFacts(True, "/win/system32/nvcuda.dll", "", 10000, "411.31",
+                         "nvcuda.dll file version 25.21.14.1131", "", ())
+
+
+def _judge(copies: list[DllCopy], driver: DriverFacts = OLD_DRIVER,
+           frameworks: list[FrameworkReport] | None = None, bits: int = 64):
+    return judge_machine([DECOY, LATER, TOOLKIT], copies, driver, frameworks or [],
+                         compat_facts(), bits)
+
+
+def _problems(report) -> list[str]:
+    return [f.message for f in report.findings if f.level == PROBLEM]
+
+
+def test_two_different_cudnn_copies_are_a_problem_naming_both_and_the_winner() -> None:
+    copies = [_copy("cudnn64_8.dll", TOOLKIT, "aa"),
+              _copy("cudnn64_8.dll", DECOY, "bb", version="8.0.0.0")]
+    report = _judge(copies)
+    roles = {p.copy.path: p.role for p in report.dlls}
+    assert roles == {"/decoy/cudnn64_8.dll": "picked", "/cuda/bin/cudnn64_8.dll": "not searched"}
+    [problem] = [p for p in _problems(report) if "cudnn64_8" in p]
+    assert "picks /decoy/cudnn64_8.dll (PATH[1], version 8.0.0.0)" in problem
+    assert "/cuda/bin/cudnn64_8.dll (CUDA_PATH, version 8.0.3.33)" in problem
+    assert not report.ok
+
+
+def test_identical_copies_and_shadowing_order() -> None:
+    copies = [_copy("cudart64_101.dll", LATER, "aa"), _copy("cudart64_101.dll", DECOY, "aa")]
+    placed = place(copies)
+    assert [(p.copy.folder.label, p.role) for p in placed] == [("PATH[1]", "picked"),
+                                                              ("PATH[2]", "shadowed")]
+    report = _judge(copies)
+    assert not [p for p in _problems(report) if "copies" in p]
+    assert any("2 identical copies" in f.message for f in report.findings)
+
+
+def test_a_32_bit_dll_and_a_damaged_one_are_problems() -> None:
+    bad = DllCopy("cublas64_10.dll", "/decoy/cublas64_10.dll", DECOY, 5, "", "", "",
+                  error="/decoy/cublas64_10.dll: not a valid Windows DLL")
+    report = _judge([_copy("cudnn64_8.dll", DECOY, "", machine="I386"), bad])
+    problems = " | ".join(_problems(report))
+    assert "is a 32-bit (I386) DLL; a 64-bit process cannot load it" in problems
+    assert "not a valid Windows DLL" in problems
+
+
+def test_no_driver_is_a_problem() -> None:
+    report = _judge([], driver=NO_DRIVER)
+    assert _problems(report) == ["no NVIDIA driver: nvcuda.dll cannot be loaded "
+                                 "(Windows error 126)"]
+
+
+def test_a_cuda_runtime_newer_than_the_driver_is_a_problem() -> None:
+    report = _judge([_copy("cudart64_101.dll", DECOY, "", version="6.14.11.10010")])
+    assert report.driver.cuda == "10.0" and report.driver.cuda_by_version == "10.0"
+    [problem] = _problems(report)
+    assert "is a CUDA 10.1 runtime; the driver supports only CUDA 10.0" in problem
+
+
+def test_frameworks_against_the_table() -> None:
+    compat = compat_facts()
+    tf = InstalledFramework("tensorflow", "2.3.0", "/site")
+    torch = InstalledFramework("torch", "1.8.1+cu101", "/site")
+    frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version))
+                  for f in (tf, torch)]
+    copies = [_copy("cudart64_101.dll", DECOY, ""), _copy("cublas64_10.dll", DECOY, "")]
+    report = _judge(copies, frameworks=frameworks)
+    problems = " | ".join(_problems(report))
+    assert "tensorflow 2.3.0 loads cudnn64_7.dll by name; no folder" in problems
+    assert "tensorflow 2.3.0 is built for CUDA 10.1; the driver supports only CUDA 10.0" \
+        in problems
+    assert "torch 1.8.1+cu101 is built for CUDA 10.1" in problems
+    assert any("torch 1.8.1+cu101 ships its own CUDA" in f.message for f in report.findings)
+
+
+def test_installed_frameworks_are_read_from_metadata_without_importing(tmp_path: Path
+                                                                       ) -> None:
+    info = tmp_path / "tensorflow-2.3.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorflow\n"
+                                   "Version: 2.3.0\n")
+    found = installed_frameworks(compat_facts(), path=[str(tmp_path)])
+    assert [(f.distribution, f.version) for f in found] == [("tensorflow", "2.3.0")]
+
+
+@pytest.mark.parametrize("require", [True, False])
+def test_the_manifest_carries_require_driver(require: bool) -> None:
+    import json
+
+    from bundler.emit import build_manifest
+    from bundler.recipe import find_recipe
+    from bundler.resolve import ResolvedRuntime
+
+    recipe = find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", Path.cwd())
+    manifest = build_manifest(recipe, ["core"], "cudnn", ResolvedRuntime([], []),
+                              {"path": "_cudnn_bootstrap.py", "sha256": "0"}, require)
+    data = json.loads(manifest.to_bytes())
+    assert data["require_driver"] is require
+    assert data["versions"] == {"cudnn": "8.0.3.33", "cuda": "10.1", "min_driver": "418.96"}

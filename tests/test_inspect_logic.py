@@ -1,0 +1,101 @@
+"""Pure logic of `bundler inspect`: how a dependency is classified, which run-time
+loads the recipes know, and which recipe source an input matches. (Real DLLs and
+zips are inspected in test_doctor_wine.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundler.errors import BundlerError
+from bundler.inspect import classify, inspect_path, match_recipes, runtime_loads
+from bundler.recipe import find_recipe
+
+SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
+
+
+@pytest.fixture(scope="module")
+def recipes():
+    return (find_recipe(SEED, Path.cwd()),)
+
+
+@pytest.mark.parametrize("name, status, note", [
+    ("cudart64_101.dll", "bundled", ""),
+    ("KERNEL32.dll", "system", ""),
+    ("api-ms-win-crt-runtime-l1-1-0.dll", "system", ""),
+    ("VCRUNTIME140.dll", "system", ""),
+    ("nvcuda.dll", "driver", ""),
+    ("cublas64_11.dll", "missing", "a CUDA 11 library"),
+    ("cudnn_ops_infer64_8.dll", "missing", f"recipe {SEED} takes it from source 'cudnn'"),
+    ("cublas64_10.dll", "missing", f"recipe {SEED} takes it from source 'cuda'"),
+    ("zlibwapi.dll", "missing", ""),
+])
+def test_dependency_status(recipes, name: str, status: str, note: str) -> None:
+    assert classify(name, {"cudart64_101.dll"}, recipes) == (status, note)
+
+
+def test_run_time_loads_come_from_the_recipe(recipes) -> None:
+    loads = runtime_loads("CUDNN64_8.dll", "8.0.3.33", recipes)
+    assert [name for name, _ in loads][:2] == ["cudnn_ops_infer64_8.dll",
+                                               "cudnn_ops_train64_8.dll"]
+    assert len(loads) == 6 and {recipe for _, recipe in loads} == {SEED}
+    assert runtime_loads("cudart64_101.dll", "", recipes) == []
+
+
+def test_recipe_match_by_name_contents_and_sha(recipes) -> None:
+    source = recipes[0].sources["cudnn"]
+    complete = {f"cuda/{m}" for m in source.contents}
+    [match] = match_recipes("archive", "renamed.zip", "", complete.__contains__, recipes)
+    assert (match.recipe, match.source, match.by, match.missing) == (
+        SEED, "cudnn", ("contents",), ())
+    partial = complete - {"cuda/bin/cudnn64_8.dll"}
+    [match] = match_recipes("archive", source.file_name, "", partial.__contains__, recipes)
+    assert match.by == ("file name",) and match.missing == ("bin/cudnn64_8.dll",)
+    assert match_recipes("archive", "other.zip", "", partial.__contains__, recipes) == []
+
+
+def test_a_folder_matches_the_toolkit_source(recipes, tmp_path: Path) -> None:
+    for member in recipes[0].sources["cuda"].contents:
+        (tmp_path / member).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / member).write_bytes(b"")
+    [match] = match_recipes("folder", tmp_path.name, "",
+                            lambda m: (tmp_path / m).is_file(), recipes)
+    assert (match.source, match.by) == ("cuda", ("contents",))
+
+
+def test_what_is_not_a_dll_zip_or_folder_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(BundlerError, match="not a DLL"):
+        inspect_path(tmp_path / "notes.txt")
+    with pytest.raises(BundlerError, match="no such file"):
+        inspect_path(tmp_path / "absent.dll")
+
+
+def test_a_wheel_matches_its_package_and_contents(tmp_path: Path) -> None:
+    from bundler.recipe import load_recipe_file
+
+    recipe_path = tmp_path / "wheel-recipe.toml"
+    recipe_path.write_text('''name = "wheel-recipe"
+platform = "win-amd64"
+redistributable = ["*.dll"]
+[versions]
+cudnn = "8.9.4.25"
+cuda = "11.8"
+min_driver = "452.39"
+[sources.cudnn]
+kind = "wheel"
+package = "nvidia-cudnn-cu11"
+version = "8.9.4.25"
+root = "nvidia/cudnn"
+contents = ["bin/cudnn64_8.dll"]
+[components.core]
+files = ["cudnn:bin/cudnn64_8.dll"]
+''')
+    recipes = (load_recipe_file(recipe_path),)
+    members = {"nvidia/cudnn/bin/cudnn64_8.dll"}
+    name = "nvidia_cudnn_cu11-8.9.4.25-py3-none-win_amd64.whl"
+    [match] = match_recipes("wheel", name, "", members.__contains__, recipes)
+    assert match.by == ("package", "contents")
+    other = "nvidia_cudnn_cu11-8.9.5.29-py3-none-win_amd64.whl"
+    assert match_recipes("wheel", other, "", set().__contains__, recipes) == []
