@@ -150,7 +150,7 @@ def load_recipe_file(path: Path) -> Recipe:
     min_driver_compat = versions.take("min_driver_compat", str, "")
     driver_note = versions.take("driver_note", str, "")
     versions.done()
-    sources = {sid: _source(sid, t) for sid, t in top.tables("sources").items()}
+    sources = {sid: _source(sid, t, platform) for sid, t in top.tables("sources").items()}
     file_facts = top.tables("files")
     components, files = _components(top, sources, file_facts)
     licences = tuple(_file_ref(ref, LICENCE_COMPONENT, sources, top)
@@ -171,7 +171,7 @@ def load_recipe_file(path: Path) -> Recipe:
     return recipe
 
 
-def _source(sid: str, table: Table) -> SourceSpec:
+def _source(sid: str, table: Table, platform: str) -> SourceSpec:
     kind = table.take("kind", str)
     if kind not in SOURCE_KINDS:
         raise RecipeError(f"{table.path}: [sources.{sid}] kind '{kind}' is unknown",
@@ -181,13 +181,15 @@ def _source(sid: str, table: Table) -> SourceSpec:
         file_name=table.take("file_name", str, ""), sha256=table.take("sha256", str, ""),
         root=table.take("root", str, ""), env=tuple(table.take_str_list("env", [])),
         package=table.take("package", str, ""), version=table.take("version", str, ""),
-        platform_tag=table.take("platform_tag", str, ""))
+        # A wheel's platform tag is the recipe's platform spelled as in wheel names
+        # (win-amd64 -> win_amd64) unless the recipe says otherwise.
+        platform_tag=table.take("platform_tag", str,
+                                platform.replace("-", "_") if kind == "wheel" else ""))
     table.done()
-    if kind == "wheel" and not (spec.package and spec.version and spec.platform_tag):
-        raise RecipeError(f"{table.path}: [sources.{sid}] is a wheel but lacks package, "
-                          "version or platform_tag",
-                          'add package = "nvidia-...", version = "..." and '
-                          'platform_tag = "win_amd64" (and sha256 to let bundler fetch it)')
+    if kind == "wheel" and not (spec.package and spec.version):
+        raise RecipeError(f"{table.path}: [sources.{sid}] is a wheel but lacks package or "
+                          "version", 'add package = "nvidia-..." and version = "..." (and '
+                          "sha256, to let bundler fetch it)")
     return spec
 
 

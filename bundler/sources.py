@@ -122,13 +122,15 @@ class WheelSource(ArchiveSource):
         super().__init__(spec, location, origin)
         try:
             self._facts = wheel.read_facts(self._archive, name, spec)
-            wheel.check_recorded(location, self._facts, list(spec.contents), spec)
+            wheel.check_recorded(location, self._facts,
+                                 [self._prefix + m for m in spec.contents], spec)
         except BaseException:
             self.close()
             raise
 
     def confirm(self, member: str, sha256: str) -> None:
-        wheel.check_member(self.location, self._facts, member, sha256, self.spec)
+        wheel.check_member(self.location, self._facts, self._prefix + member, sha256,
+                           self.spec)
 
     def _pin_hint(self) -> str:
         return (f"this is not the wheel the recipe pins ({self.origin}): delete it and get "

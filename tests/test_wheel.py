@@ -61,6 +61,18 @@ def test_member_altered_after_build_fails_record(tmp_path: Path) -> None:
         source.close()
 
 
+def test_record_is_checked_under_a_source_root(tmp_path: Path) -> None:
+    path = make_wheel(tmp_path, {DLL: b"altered"}, recorded={DLL: b"original"})
+    spec = wheel_spec(root="demo", contents=("bin/demo64_1.dll",))
+    source = WheelSource(spec, path, "test")
+    try:
+        data = b"".join(source.read_chunks("bin/demo64_1.dll"))
+        with pytest.raises(SourceError, match=f"member {DLL} does not match"):
+            source.confirm("bin/demo64_1.dll", hashlib.sha256(data).hexdigest())
+    finally:
+        source.close()
+
+
 @pytest.mark.parametrize("platform, tag_platform, expected", [
     ("manylinux2014_x86_64", "", "platform tag manylinux2014_x86_64 is not win_amd64"),
     ("win32", "", "platform tag win32 is not win_amd64"),
@@ -139,11 +151,13 @@ def test_licences_of_alike_name_must_be_renamed_apart(tmp_path: Path) -> None:
         load_recipe_file(path)
 
 
-def test_wheel_source_must_name_package_version_platform(tmp_path: Path) -> None:
-    text = find_recipe(CU11, Path.cwd()).path.read_text().replace(
-        'package = "nvidia-cublas-cu11"\n', "")
+def test_wheel_source_must_name_package_and_version(tmp_path: Path) -> None:
+    text = find_recipe(CU11, Path.cwd()).path.read_text()
     path = tmp_path / "bad.toml"
-    path.write_text(text)
+    path.write_text(text.replace('platform_tag = "win_amd64"\n', ""))
+    unstated = load_recipe_file(path)  # the tag follows the recipe's platform
+    assert {s.platform_tag for s in unstated.sources.values()} == {"win_amd64"}
+    path.write_text(text.replace('package = "nvidia-cublas-cu11"\n', ""))
     with pytest.raises(RecipeError, match=r"\[sources.cublas\] is a wheel but lacks"):
         load_recipe_file(path)
 
