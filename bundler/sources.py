@@ -74,6 +74,7 @@ class ArchiveSource(Source):
         self._prefix = f"{spec.root.strip('/')}/" if spec.root else ""
         missing = [m for m in spec.contents if self._prefix + m not in self._archive.members]
         if missing:
+            self.close()
             raise self._missing(missing, "this is not the archive the recipe expects, or it "
                                 "is incomplete: download it again")
         # The file's own sha256 (lock, recipe pin) comes from the member reads: one pass.
