@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
@@ -64,6 +64,10 @@ class _Deflate64:
 
 _DECODERS = {STORED: _Stored, DEFLATED: _Deflate, DEFLATE64: _Deflate64}
 
+# Sees every raw byte range a member read takes from the file: (offset, bytes).
+# Lets a caller hash the whole archive from reads it does anyway (see hashing.py).
+Tap = Callable[[int, bytes], None]
+
 
 class ZipArchive:
     """A zip opened for streaming member reads. Use as a context manager."""
@@ -92,12 +96,12 @@ class ZipArchive:
     def __exit__(self, *_exc: object) -> None:
         self._file.close()
 
-    def read_chunks(self, name: str) -> Iterator[bytes]:
+    def read_chunks(self, name: str, tap: Tap | None = None) -> Iterator[bytes]:
         """Yield the member's bytes; raises SourceError if its size or CRC is wrong."""
         member = self.members[name]
         decoder = _DECODERS[member.method]()
         crc, size = 0, 0
-        for raw in self._raw_chunks(member):
+        for raw in self._raw_chunks(member, tap or _no_tap):
             try:
                 data = decoder.feed(raw)
             except (zlib.error, ValueError) as exc:  # inflate64 raises ValueError
@@ -112,27 +116,37 @@ class ZipArchive:
                 f"{self.path}: member {name} is corrupt (CRC or size mismatch)",
                 "the archive is damaged: download it again")
 
-    def check_member(self, name: str) -> None:
+    def check_member(self, name: str, tap: Tap | None = None) -> None:
         """Decode a member only to check its CRC."""
-        for _ in self.read_chunks(name):
+        for _ in self.read_chunks(name, tap):
             pass
 
-    def _raw_chunks(self, member: Member) -> Iterator[bytes]:
-        self._file.seek(member.header_offset)
+    def _raw_chunks(self, member: Member, tap: Tap) -> Iterator[bytes]:
+        offset = member.header_offset
+        self._file.seek(offset)
         header = self._file.read(_LOCAL_HEADER.size)
         if len(header) < _LOCAL_HEADER.size or header[:4] != _LOCAL_MAGIC:
             raise SourceError(f"{self.path}: member {member.name} has no local header",
                               "the archive is damaged: download it again")
         fields = _LOCAL_HEADER.unpack(header)
-        self._file.seek(fields[9] + fields[10], 1)  # skip file name and extra field
+        # Read (not seek past) the file name and extra field, so a tap sees every byte.
+        header += self._file.read(fields[9] + fields[10])
+        tap(offset, header)
+        offset += len(header)
         remaining = member.compressed_size
         while remaining:
             raw = self._file.read(min(CHUNK, remaining))
             if not raw:
                 raise SourceError(f"{self.path}: member {member.name} is cut short",
                                   "the download is probably truncated: download it again")
+            tap(offset, raw)
+            offset += len(raw)
             remaining -= len(raw)
             yield raw
+
+
+def _no_tap(_offset: int, _data: bytes) -> None:
+    pass
 
 
 def _member(path: Path, info: zipfile.ZipInfo) -> Member:

@@ -32,7 +32,8 @@ def _source_override(text: str) -> tuple[str, str]:
 def cmd_pack(args: argparse.Namespace) -> int:
     spec = load_spec(Path(args.spec))
     result = pack(spec, out=Path(args.out) if args.out else None,
-                  overrides=dict(args.source or []), update_lock=args.update_lock)
+                  overrides=dict(args.source or []), update_lock=args.update_lock,
+                  offline=args.offline)
     if args.json:
         print(json.dumps(_pack_summary(result), indent=2))
     else:
@@ -45,7 +46,18 @@ def _pack_summary(result: PackResult) -> dict:
     return {"out": str(result.out), "lock": str(result.lock_path),
             "recipe": manifest.recipe["name"], "components": manifest.components,
             "files": manifest.files, "load_order": manifest.load_order,
+            "component_sizes": _component_sizes(manifest.components, manifest.files),
             "total_size": sum(int(f["size"]) for f in manifest.files)}  # type: ignore[call-overload]
+
+
+def _component_sizes(components: list[str], files: list[dict[str, object]]
+                     ) -> dict[str, int]:
+    """Bytes shipped per component, in the recipe's order; the licences come last."""
+    sizes = dict.fromkeys(components, 0)
+    for entry in files:
+        component = str(entry["component"])
+        sizes[component] = sizes.get(component, 0) + int(entry["size"])  # type: ignore[call-overload]
+    return sizes
 
 
 def _print_pack(result: PackResult) -> None:
@@ -55,6 +67,8 @@ def _print_pack(result: PackResult) -> None:
     for entry in manifest.files:
         print(f"  {_size(int(entry['size'])):>10}  {entry['path']}  "  # type: ignore[call-overload]
               f"({entry['component']})")
+    for component, size in _component_sizes(manifest.components, manifest.files).items():
+        print(f"  {_size(size):>10}  component {component}")
     total = sum(int(f["size"]) for f in manifest.files)  # type: ignore[call-overload]
     print(f"  {_size(total):>10}  total, {len(manifest.files)} files")
     print(f"  lock: {result.lock_path}")
@@ -117,11 +131,15 @@ def cmd_recipes(args: argparse.Namespace) -> int:
     if args.name:
         recipe = find_recipe(args.name, Path.cwd())
         print(f"{recipe.name}: {recipe.description}")
+        compat = (f" ({recipe.min_driver_compat} with minor-version compatibility)"
+                  if recipe.min_driver_compat else "")
         print(f"  platform {recipe.platform}; cuDNN {recipe.cudnn}; CUDA {recipe.cuda}; "
-              f"driver >= {recipe.min_driver}")
+              f"driver >= {recipe.min_driver}{compat}")
         for source in recipe.sources.values():
             found_by = f" (found via {', '.join(source.env)})" if source.env else ""
-            print(f"  source {source.id}: {source.kind} {source.file_name}{found_by}")
+            what = (f"{source.package}=={source.version}" if source.package
+                    else source.file_name)
+            print(f"  source {source.id}: {source.kind} {what}{found_by}")
         for component in recipe.components.values():
             requires = f" -> {', '.join(component.requires)}" if component.requires else ""
             print(f"  component {component.name}: {', '.join(component.files)}{requires}")
@@ -149,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where a recipe source is on this machine (overrides [sources])")
     p.add_argument("--update-lock", action="store_true",
                    help="accept inputs that differ from the lock and rewrite it")
+    p.add_argument("--offline", action="store_true",
+                   help="never fetch: fail, naming each wheel that is neither given nor "
+                   "in the wheel cache")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(run=cmd_pack)
 

@@ -107,9 +107,16 @@ def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
     return Manifest(
         recipe={"name": recipe.name, "sha256": recipe.sha256},
         platform=recipe.platform,
-        versions={"cudnn": recipe.cudnn, "cuda": recipe.cuda, "min_driver": recipe.min_driver},
+        versions=_versions(recipe),
         runtime_dir=runtime_dir, components=components, files=files,
         load_order=resolved.load_order, bootstrap=bootstrap, require_driver=require_driver)
+
+
+def _versions(recipe: Recipe) -> dict[str, str]:
+    versions = {"cudnn": recipe.cudnn, "cuda": recipe.cuda, "min_driver": recipe.min_driver}
+    if recipe.min_driver_compat:
+        versions["min_driver_compat"] = recipe.min_driver_compat
+    return versions
 
 
 def read_manifest(path: Path) -> dict:

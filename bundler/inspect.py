@@ -110,9 +110,10 @@ def classify(name: str, beside: set[str], recipes: tuple[Recipe, ...]) -> tuple[
 def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...]
                   ) -> list[tuple[str, str]]:
     """(dll, recipe) pairs the recipes say `name` loads at run time. Recipes naming
-    this exact version are preferred; otherwise every recipe that knows the name."""
+    this exact version are preferred (even when they say it loads nothing: another
+    release of a DLL may load other things); otherwise every recipe that knows the name."""
     known = [(r, f) for r in recipes for f in r.files.values()
-             if f.name.lower() == name.lower() and f.loads]
+             if f.name.lower() == name.lower()]
     exact = [(r, f) for r, f in known if f.version and f.version == version]
     pairs: dict[str, str] = {}
     for recipe, runtime_file in exact or known:

@@ -37,7 +37,8 @@ class PackResult:
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
-         update_lock: bool = False, environ: Mapping[str, str] | None = None) -> PackResult:
+         update_lock: bool = False, environ: Mapping[str, str] | None = None,
+         offline: bool = False) -> PackResult:
     recipe = find_recipe(spec.recipe, spec.folder)
     components = recipe.select(spec.components)
     files = recipe.files_for(components)
@@ -48,7 +49,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     sources = open_sources(recipe, {f.source for f in files}, given, spec.folder,
-                           os.environ if environ is None else environ)
+                           os.environ if environ is None else environ, offline=offline)
     try:
         with staged_output(target) as staging:
             app_root, bootstrap = BUILDERS[spec.builder](spec, staging, target)

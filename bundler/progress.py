@@ -16,6 +16,11 @@ def _wanted() -> bool:
         "BUNDLER_NO_PROGRESS")
 
 
+def interactive() -> bool:
+    """Whether long work should show progress (a terminal, not CI, not switched off)."""
+    return _wanted()
+
+
 def byte_progress(total: int, description: str) -> tqdm:
     return tqdm(total=total, desc=description, unit="B", unit_scale=True,
                 unit_divisor=1024, disable=not _wanted(), leave=False, file=sys.stderr)

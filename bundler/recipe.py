@@ -72,6 +72,10 @@ class Recipe:
     path: Path
     sha256: str
     driver_note: str = ""
+    # The oldest driver that runs this CUDA under minor-version compatibility (some
+    # features, e.g. PTX JIT of newer code, need min_driver). Recorded for reports;
+    # checks use min_driver.
+    min_driver_compat: str = ""
 
     @property
     def cuda_major(self) -> int:
@@ -143,9 +147,10 @@ def load_recipe_file(path: Path) -> Recipe:
     versions = top.table("versions")
     cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
     min_driver = versions.take("min_driver", str)
+    min_driver_compat = versions.take("min_driver_compat", str, "")
     driver_note = versions.take("driver_note", str, "")
     versions.done()
-    sources = {sid: _source(sid, t) for sid, t in top.tables("sources").items()}
+    sources = {sid: _source(sid, t, platform) for sid, t in top.tables("sources").items()}
     file_facts = top.tables("files")
     components, files = _components(top, sources, file_facts)
     licences = tuple(_file_ref(ref, LICENCE_COMPONENT, sources, top)
@@ -161,12 +166,12 @@ def load_recipe_file(path: Path) -> Recipe:
                     components=components, files=files, licences=licences,
                     never_bundle=never_bundle, path=path,
                     sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-                    driver_note=driver_note)
+                    driver_note=driver_note, min_driver_compat=min_driver_compat)
     _check_consistency(recipe, redistributable)
     return recipe
 
 
-def _source(sid: str, table: Table) -> SourceSpec:
+def _source(sid: str, table: Table, platform: str) -> SourceSpec:
     kind = table.take("kind", str)
     if kind not in SOURCE_KINDS:
         raise RecipeError(f"{table.path}: [sources.{sid}] kind '{kind}' is unknown",
@@ -176,8 +181,15 @@ def _source(sid: str, table: Table) -> SourceSpec:
         file_name=table.take("file_name", str, ""), sha256=table.take("sha256", str, ""),
         root=table.take("root", str, ""), env=tuple(table.take_str_list("env", [])),
         package=table.take("package", str, ""), version=table.take("version", str, ""),
-        platform_tag=table.take("platform_tag", str, ""))
+        # A wheel's platform tag is the recipe's platform spelled as in wheel names
+        # (win-amd64 -> win_amd64) unless the recipe says otherwise.
+        platform_tag=table.take("platform_tag", str,
+                                platform.replace("-", "_") if kind == "wheel" else ""))
     table.done()
+    if kind == "wheel" and not (spec.package and spec.version):
+        raise RecipeError(f"{table.path}: [sources.{sid}] is a wheel but lacks package or "
+                          "version", 'add package = "nvidia-..." and version = "..." (and '
+                          "sha256, to let bundler fetch it)")
     return spec
 
 
@@ -251,6 +263,13 @@ def _check_consistency(recipe: Recipe, redistributable: tuple[str, ...]) -> None
         if recipe.is_never_bundled(runtime_file.name):
             raise RecipeError(f"{where}: {runtime_file.name} is a driver or system DLL and "
                               "is never bundled", "remove it from the components")
+    shipped = [f.name for f in (*recipe.files.values(), *recipe.licences)]
+    lowered = [name.lower() for name in shipped]  # Windows file names ignore case
+    clashes = sorted({name for name in shipped if lowered.count(name.lower()) > 1})
+    if clashes:
+        raise RecipeError(f"{where}: {', '.join(clashes)} would be shipped twice (each "
+                          "wheel names its licence alike)",
+                          'rename them apart: {source = "...", member = "...", as = "..."}')
     for item in (*recipe.files.values(), *recipe.licences):
         source = recipe.sources[item.source]
         if source.contents and item.member not in source.contents:

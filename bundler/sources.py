@@ -12,9 +12,11 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from bundler import wheel
 from bundler.archive import ZipArchive
 from bundler.errors import SourceError
-from bundler.hashing import CHUNK, sha256_file
+from bundler.fetch import cache_root, cached, can_fetch, download_command, fetch, offline_error
+from bundler.hashing import CHUNK, PiggybackDigest
 from bundler.recipe import Recipe, SourceSpec
 
 
@@ -35,6 +37,17 @@ class Source:
 
     def size(self, member: str) -> int:
         raise NotImplementedError
+
+    def position(self, member: str) -> int:
+        """Where the member lies in the input: reading in this order reads it front to back."""
+        return 0
+
+    def confirm(self, member: str, sha256: str) -> None:
+        """Check a member's bytes, as staged, against what the input itself records.
+
+        The stage hashes each member as it writes it and passes the digest here, so a
+        source that records hashes (a wheel's RECORD) checks them without hashing twice.
+        """
 
     def check_rest(self, taken: set[str]) -> None:
         """Check what the pack will not read (e.g. other members' CRCs)."""
@@ -61,32 +74,68 @@ class ArchiveSource(Source):
         self._prefix = f"{spec.root.strip('/')}/" if spec.root else ""
         missing = [m for m in spec.contents if self._prefix + m not in self._archive.members]
         if missing:
+            self.close()
             raise self._missing(missing, "this is not the archive the recipe expects, or it "
                                 "is incomplete: download it again")
-        self._sha256 = ""
+        # The file's own sha256 (lock, recipe pin) comes from the member reads: one pass.
+        self._digest = PiggybackDigest(location)
 
     def read_chunks(self, member: str) -> Iterator[bytes]:
-        return self._archive.read_chunks(self._prefix + member)
+        return self._archive.read_chunks(self._prefix + member, self._digest.see)
 
     def size(self, member: str) -> int:
         return self._archive.members[self._prefix + member].size
 
+    def position(self, member: str) -> int:
+        return self._archive.members[self._prefix + member].header_offset
+
     def check_rest(self, taken: set[str]) -> None:
-        for name in sorted(self._archive.members):
+        members = self._archive.members
+        for name in sorted(members, key=lambda n: members[n].header_offset):
             if name[len(self._prefix):] not in taken:
-                self._archive.check_member(name)
+                self._archive.check_member(name, self._digest.see)
 
     def identity(self, member_hashes: Mapping[str, str]) -> str:
-        if not self._sha256:
-            self._sha256 = sha256_file(self.location)
-            if self.spec.sha256 and self._sha256 != self.spec.sha256:
-                raise SourceError(f"{self.location}: sha256 {self._sha256} differs from the "
-                                  f"recipe's pin {self.spec.sha256}",
-                                  "this is not the file the recipe names: get the original")
-        return self._sha256
+        sha256 = self._digest.hexdigest()
+        if self.spec.sha256 and sha256 != self.spec.sha256:
+            raise SourceError(f"{self.location}: sha256 {sha256} differs from the "
+                              f"recipe's pin {self.spec.sha256}", self._pin_hint())
+        return sha256
+
+    def _pin_hint(self) -> str:
+        return "this is not the file the recipe names: get the original"
 
     def close(self) -> None:
         self._archive.__exit__()
+
+
+class WheelSource(ArchiveSource):
+    """A PyPI wheel such as nvidia-cudnn-cu11: a zip that records each member's sha256.
+
+    Before any member is used: the file name and WHEEL must name the recipe's platform
+    (and package and version). Each member the pack takes must match RECORD. The wheel
+    knowledge lives in wheel.py; this class fits it to the Source interface.
+    """
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
+        name = wheel.parse_wheel_name(location, spec)
+        wheel.check_name(location, name, spec)
+        super().__init__(spec, location, origin)
+        try:
+            self._facts = wheel.read_facts(self._archive, name, spec)
+            wheel.check_recorded(location, self._facts,
+                                 [self._prefix + m for m in spec.contents], spec)
+        except BaseException:
+            self.close()
+            raise
+
+    def confirm(self, member: str, sha256: str) -> None:
+        wheel.check_member(self.location, self._facts, self._prefix + member, sha256,
+                           self.spec)
+
+    def _pin_hint(self) -> str:
+        return (f"this is not the wheel the recipe pins ({self.origin}): delete it and get "
+                f"the published one: {download_command([self.spec])}")
 
 
 class FolderSource(Source):
@@ -126,18 +175,23 @@ SOURCE_CLASSES: dict[str, type[Source]] = {
     "archive": ArchiveSource,
     "toolkit": FolderSource,
     "folder": FolderSource,
+    "wheel": WheelSource,
 }
 
 
 def locate(spec: SourceSpec, given: Mapping[str, tuple[str, str]], base: Path,
            environ: Mapping[str, str]) -> tuple[Path, str]:
-    """Where a source is, and how we know: the spec/--source, else the recipe's env vars."""
-    if spec.id in given:
-        value, origin = given[spec.id]
-        return (base / os.path.expanduser(value)).resolve(), origin
-    for variable in spec.env:
-        if environ.get(variable):
-            return Path(environ[variable]), f"from {variable}"
+    """Where a source is, and how we know: the spec/--source, else the recipe's env
+    vars, else (a pinned wheel) the wheel cache, fetching it with pip if need be."""
+    found = _given(spec, given, base, environ)
+    if found:
+        return found
+    if can_fetch(spec):
+        root = cache_root(environ)
+        in_cache = cached(spec, root)
+        if in_cache:
+            return in_cache, f"from the wheel cache {root}"
+        return fetch(spec, root), f"fetched with pip into {root}"
     found_by = f" and {'/'.join(spec.env)} are unset" if spec.env else ""
     example = spec.file_name or "PATH"
     raise SourceError(f"source '{spec.id}' ({spec.kind}) is not given{found_by}",
@@ -145,13 +199,39 @@ def locate(spec: SourceSpec, given: Mapping[str, tuple[str, str]], base: Path,
                       f"--source {spec.id}={example}")
 
 
+def _given(spec: SourceSpec, given: Mapping[str, tuple[str, str]], base: Path,
+           environ: Mapping[str, str]) -> tuple[Path, str] | None:
+    if spec.id in given:
+        value, origin = given[spec.id]
+        return (base / os.path.expanduser(value)).resolve(), origin
+    for variable in spec.env:
+        if environ.get(variable):
+            return Path(environ[variable]), f"from {variable}"
+    return None
+
+
+def _refuse_fetching(recipe: Recipe, needed: set[str], given: Mapping[str, tuple[str, str]],
+                     base: Path, environ: Mapping[str, str]) -> None:
+    """--offline: name every wheel that would have to be fetched, and how to give it."""
+    root = cache_root(environ)
+    specs = [recipe.sources[sid] for sid in sorted(needed)]
+    to_fetch = [s for s in specs if can_fetch(s) and not _given(s, given, base, environ)
+                and not cached(s, root)]
+    if to_fetch:
+        raise offline_error(to_fetch, root)
+
+
 def open_sources(recipe: Recipe, needed: set[str], given: Mapping[str, tuple[str, str]],
-                 base: Path, environ: Mapping[str, str]) -> dict[str, Source]:
-    """Open each source the selected files need. `given` maps id -> (path, origin)."""
+                 base: Path, environ: Mapping[str, str], offline: bool = False
+                 ) -> dict[str, Source]:
+    """Open each source the selected files need. `given` maps id -> (path, origin).
+    `offline` refuses to fetch a pinned wheel that is neither given nor cached."""
     unknown = sorted(set(given) - set(recipe.sources))
     if unknown:
         raise SourceError(f"source(s) {', '.join(unknown)} are not in recipe {recipe.name}",
                           f"the recipe's sources are: {', '.join(recipe.sources)}")
+    if offline:
+        _refuse_fetching(recipe, needed, given, base, environ)
     opened: dict[str, Source] = {}
     try:
         for sid in sorted(needed):

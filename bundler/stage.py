@@ -1,7 +1,8 @@
 """Stage: stream each runtime file from its source into the staging folder.
 
 Each byte is read once, hashed and written in the same pass; no file is held in
-memory whole.
+memory whole. The digest is handed back to the source, which checks it against any
+hash the input records itself (a wheel's RECORD) without hashing a second time.
 """
 
 from __future__ import annotations
@@ -30,16 +31,19 @@ def stage_files(files: list[RuntimeFile], sources: Mapping[str, Source],
                 runtime_dir: Path, runtime_relpath: str) -> list[StagedFile]:
     runtime_dir.mkdir(parents=True, exist_ok=True)
     total = sum(sources[f.source].size(f.member) for f in files)
-    staged = []
+    staged: dict[str, StagedFile] = {}
+    # In each input's own order, so an archive is read front to back, once.
+    reading_order = sorted(files, key=lambda f: (f.source, sources[f.source].position(f.member)))
     with byte_progress(total, "staging runtime") as bar:
-        for runtime_file in files:
+        for runtime_file in reading_order:
+            source = sources[runtime_file.source]
             target = runtime_dir / runtime_file.name
-            size, sha256 = _copy(sources[runtime_file.source], runtime_file.member, target,
-                                 bar.update)
-            staged.append(StagedFile(file=runtime_file, path=target,
-                                     relpath=f"{runtime_relpath}/{runtime_file.name}",
-                                     size=size, sha256=sha256))
-    return staged
+            size, sha256 = _copy(source, runtime_file.member, target, bar.update)
+            source.confirm(runtime_file.member, sha256)
+            staged[runtime_file.name] = StagedFile(
+                file=runtime_file, path=target, relpath=f"{runtime_relpath}/{runtime_file.name}",
+                size=size, sha256=sha256)
+    return [staged[f.name] for f in files]
 
 
 def _copy(source: Source, member: str, target: Path, advance) -> tuple[int, str]:

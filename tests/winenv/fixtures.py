@@ -24,9 +24,11 @@ from .build import (
     make_toolkit,
     nvidia_zip_name,
 )
+from .wheels import cudart_wheel as fetch_cudart_wheel
 from .winpython import WindowsPython
 
 __all__ = [
+    "cudart_wheel",
     "decoy_cudnn_dir",
     "standin_cudnn_x86",
     "standin_framework",
@@ -93,3 +95,9 @@ def standin_cudnn_x86(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 32-bit (i386) cudnn64_8.dll, for the wrong-architecture check."""
     require_toolchain()
     return build_dll(cudnn_spec(arch="x86"), tmp_path_factory.mktemp("standin-x86"))
+
+
+@pytest.fixture(scope="session")
+def cudart_wheel() -> Path:
+    """The real nvidia-cuda-runtime-cu11==11.8.89 wheel (1 MB), fetched with pip once."""
+    return fetch_cudart_wheel()

@@ -1,0 +1,122 @@
+"""Fetch: get a recipe's pinned wheels from the package index with pip, into a cache.
+
+A wheel source left out of [sources] is looked up in a cache outside the project
+(`$BUNDLER_CACHE`, default ~/.cache/bundler/wheels), in a folder named by the recipe's
+sha256 pin; if absent, pip downloads it. The download is checked against the pin
+before it enters the cache (a mismatch is refused and left out), so the cache only
+holds files some recipe names. pip is used rather than an HTTP client of our own so
+the user's index settings (pip.conf, PIP_INDEX_URL, proxies) apply.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from bundler.errors import SourceError
+from bundler.hashing import sha256_file
+from bundler.progress import interactive
+from bundler.recipe import SourceSpec
+
+CACHE_VARIABLE = "BUNDLER_CACHE"
+DEFAULT_CACHE = "~/.cache/bundler/wheels"
+# NVIDIA's runtime wheels are tagged py3-none-<platform>: any Python version selects the
+# same file. A fixed one keeps pip's choice independent of the Python running bundler.
+PYTHON_VERSION = "3.11"
+
+
+def cache_root(environ: Mapping[str, str]) -> Path:
+    return Path(os.path.expanduser(environ.get(CACHE_VARIABLE) or DEFAULT_CACHE))
+
+
+def can_fetch(spec: SourceSpec) -> bool:
+    """Only a wheel the recipe pins by name, version and sha256 is fetched."""
+    return spec.kind == "wheel" and bool(spec.package and spec.version and spec.sha256)
+
+
+def cached(spec: SourceSpec, root: Path) -> Path | None:
+    wheels = sorted((root / spec.sha256).glob("*.whl"))
+    return wheels[0] if len(wheels) == 1 else None
+
+
+def fetch(spec: SourceSpec, root: Path) -> Path:
+    """Download the pinned wheel with pip into the cache; return its path there."""
+    root.mkdir(parents=True, exist_ok=True)
+    download = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
+    try:
+        _run_pip(spec, download)
+        wheel = _the_wheel(spec, download)
+        sha256 = sha256_file(wheel, f"checking {wheel.name}")
+        if sha256 != spec.sha256:
+            raise SourceError(f"{wheel.name}: pip fetched a file whose sha256 {sha256} "
+                              f"differs from the recipe's pin {spec.sha256}; it was not "
+                              "kept", "your package index serves another file under this "
+                              "name: check it (pip config list), or download the wheel "
+                              f"yourself and pass --source {spec.id}=PATH")
+        return _keep(download, wheel.name, spec, root)
+    finally:
+        shutil.rmtree(download, ignore_errors=True)
+
+
+def _keep(download: Path, name: str, spec: SourceSpec, root: Path) -> Path:
+    """Move a checked download into its cache folder (atomically: no half-made folder)."""
+    already = cached(spec, root)  # another pack fetched it meanwhile
+    if already:
+        return already
+    target = root / spec.sha256
+    shutil.rmtree(target, ignore_errors=True)  # a stale, incomplete folder
+    os.replace(download, target)
+    return target / name
+
+
+def download_command(specs: Sequence[SourceSpec], dest: str = "wheels") -> str:
+    """The pip command a user can run to get these wheels themselves."""
+    platform = specs[0].platform_tag or "win_amd64"
+    wanted = " ".join(f"{s.package}=={s.version}" for s in specs)
+    return (f"pip download --no-deps --only-binary=:all: --platform {platform} "
+            f"--python-version {PYTHON_VERSION} {wanted} -d {dest}")
+
+
+def offline_error(specs: Sequence[SourceSpec], root: Path) -> SourceError:
+    missing = ", ".join(f"{s.id} ({s.package}=={s.version})" for s in specs)
+    given = " ".join(f"--source {s.id}=wheels/{s.file_name or '...'}" for s in specs)
+    return SourceError(f"--offline: source(s) {missing} are not in [sources] nor in the "
+                       f"wheel cache {root}, and --offline forbids fetching them",
+                       f"download them: {download_command(specs)}; then pass {given} "
+                       "(or add them to [sources]), or pack once without --offline")
+
+
+def _run_pip(spec: SourceSpec, dest: Path) -> None:
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--platform", spec.platform_tag or "win_amd64",
+               "--python-version", PYTHON_VERSION, "--disable-pip-version-check",
+               "--no-cache-dir",  # this cache is the cache: no second copy in pip's
+               "--dest", str(dest), f"{spec.package}=={spec.version}"]
+    print(f"bundler: fetching {spec.package}=={spec.version} with pip", file=sys.stderr)
+    if interactive():  # let pip draw its progress bar; keep stdout for our own output
+        result = subprocess.run(command, stdout=sys.stderr, check=False)
+        output = ""
+    else:
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        output = (result.stdout + result.stderr).strip()
+    if result.returncode != 0:
+        last = output.splitlines()[-1] if output else f"pip exited with {result.returncode}"
+        raise SourceError(f"source '{spec.id}': pip could not download "
+                          f"{spec.package}=={spec.version}: {last}",
+                          "check the network and your package index, or download it "
+                          f"yourself ({download_command([spec])}) and pass "
+                          f"--source {spec.id}=PATH")
+
+
+def _the_wheel(spec: SourceSpec, folder: Path) -> Path:
+    wheels = sorted(folder.glob("*.whl"))
+    if len(wheels) != 1:
+        raise SourceError(f"source '{spec.id}': pip left {len(wheels)} wheels for "
+                          f"{spec.package}=={spec.version} in {folder}",
+                          f"download it yourself and pass --source {spec.id}=PATH")
+    return wheels[0]
