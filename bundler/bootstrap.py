@@ -111,7 +111,8 @@ def _load_one(kernel32, relpath):
         raise BundledRuntimeError(
             f"another {name} is already loaded from {_module_path(kernel32, existing)}; "
             f"this app needs its bundled {path}. Something loaded a framework before the "
-            "bootstrap ran: make the bootstrap the first import of the entry script")
+            "bootstrap ran: keep the bootstrap lines first in the entry script (folder "
+            "apps) and bundler's runtime hook first (PyInstaller apps)")
     handle = kernel32.LoadLibraryExW(path, None, _LOAD_FLAGS)
     if not handle:
         code = ctypes.get_last_error()

@@ -125,7 +125,8 @@ def freeze(spec: Spec, staging: Path, runtime_names: frozenset[str]) -> FrozenAp
 
 def require_pyinstaller() -> None:
     """PyInstaller is an optional extra: say how to get it, in this very Python."""
-    hint = f"install it into {sys.executable}: pip install bundler[pyinstaller]"
+    hint = (f'install it into {sys.executable}: pip install "pyinstaller>=6" '
+            "(or bundler's [pyinstaller] extra)")
     if importlib.util.find_spec("PyInstaller") is None:
         raise BuildError('PyInstaller is not installed; builder = "pyinstaller" needs it', hint)
     version = importlib.metadata.version("pyinstaller")

@@ -77,7 +77,7 @@ def test_missing_pyinstaller_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(BuildError) as caught:
         require_pyinstaller()
     assert "PyInstaller is not installed" in caught.value.message
-    assert "pip install bundler[pyinstaller]" in caught.value.hint
+    assert 'pip install "pyinstaller>=6"' in caught.value.hint
 
 
 def test_building_for_another_platform_is_refused(tmp_path: Path,
