@@ -119,7 +119,8 @@ def shipped_recipe_dir() -> Path:
     checkout = Path(__file__).resolve().parent.parent
     if (checkout / "pyproject.toml").is_file() and (checkout / "recipes").is_dir():
         return checkout / "recipes"
-    return Path(str(resources.files("bundler.recipes")))
+    # bundler.recipes has no __init__.py: ask the regular package for its folder.
+    return Path(str(resources.files("bundler").joinpath("recipes")))
 
 
 def shipped_recipes() -> list[Recipe]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.packing import run_cli
+from tests.winenv import PROJECT_ROOT
 
 
 def test_python_dash_m_and_help() -> None:
@@ -35,3 +38,21 @@ def test_unknown_recipe_and_missing_spec_exit_2(capsys: pytest.CaptureFixture[st
     assert code == 2 and "no such spec file" in err and "hint:" in err
     code, _, err = run_cli(capsys, "verify", "nowhere")
     assert code == 2 and "not a folder" in err
+
+
+def test_an_installed_copy_ships_its_recipes_and_data(tmp_path: Path) -> None:
+    """Outside a checkout the recipes and data files must come from the wheel."""
+    target = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+         "--target", str(target), str(PROJECT_ROOT)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    result = subprocess.run([sys.executable, "-m", "bundler", "recipes"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "cudnn-8.0.3.33-cuda10.1-win-x64" in result.stdout
+    assert len(result.stdout.splitlines()) == len(list((PROJECT_ROOT / "recipes").glob("*.toml")))
+    bundler_file = subprocess.run([sys.executable, "-c", "import bundler; print(bundler.__file__)"],
+                                  cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert bundler_file.stdout.startswith(str(target))
