@@ -68,8 +68,10 @@ def _kernel32():
     # Handles are pointer-sized: a DLL may load above 4 GiB.
     kernel32.LoadLibraryExW.restype = ctypes.c_void_p
     kernel32.LoadLibraryExW.argtypes = [wintypes.LPCWSTR, ctypes.c_void_p, wintypes.DWORD]
-    kernel32.GetModuleHandleW.restype = ctypes.c_void_p
-    kernel32.GetModuleHandleW.argtypes = [wintypes.LPCWSTR]
+    kernel32.GetCurrentProcess.restype = wintypes.HANDLE
+    kernel32.K32EnumProcessModules.argtypes = [
+        wintypes.HANDLE, ctypes.POINTER(ctypes.c_void_p), wintypes.DWORD,
+        ctypes.POINTER(wintypes.DWORD)]
     kernel32.GetModuleFileNameW.restype = wintypes.DWORD
     kernel32.GetModuleFileNameW.argtypes = [ctypes.c_void_p, wintypes.LPWSTR, wintypes.DWORD]
     return kernel32
@@ -97,25 +99,43 @@ def _read_manifest():
             f"bundled runtime manifest {path} cannot be read ({exc}); {_REPACK}") from None
 
 
-def _load_one(kernel32, relpath):
+def _loaded_modules(kernel32):
+    """{lower-case file name: path} of every module in this process.
+
+    One enumeration instead of a GetModuleHandleW per DLL: the same answer, and
+    start-up stays cheap however many DLLs the runtime has.
+    """
+    import ctypes
+    from ctypes import wintypes
+
+    handles, needed = (ctypes.c_void_p * 4096)(), wintypes.DWORD()
+    kernel32.K32EnumProcessModules(kernel32.GetCurrentProcess(), handles,
+                                   ctypes.sizeof(handles), ctypes.byref(needed))
+    count = min(needed.value // ctypes.sizeof(ctypes.c_void_p), len(handles))
+    paths = [_module_path(kernel32, handle) for handle in handles[:count]]
+    return {os.path.basename(path).lower(): path for path in paths}
+
+
+def _load_one(kernel32, relpath, already_loaded):
     import ctypes
 
     path = os.path.join(app_folder(), *relpath.split("/"))
     name = os.path.basename(path)
-    if not os.path.isfile(path):
+    existing = already_loaded.get(name.lower())
+    if existing and not _same_file(existing, path):
         raise BundledRuntimeError(
-            f"bundled runtime file {relpath} is missing from {app_folder()} "
-            f"(an antivirus may have quarantined it): {_REPACK}")
-    existing = kernel32.GetModuleHandleW(name)
-    if existing and not _same_file(_module_path(kernel32, existing), path):
-        raise BundledRuntimeError(
-            f"another {name} is already loaded from {_module_path(kernel32, existing)}; "
+            f"another {name} is already loaded from {existing}; "
             f"this app needs its bundled {path}. Something loaded a framework before the "
             "bootstrap ran: keep the bootstrap lines first in the entry script (folder "
             "apps) and bundler's runtime hook first (PyInstaller apps)")
     handle = kernel32.LoadLibraryExW(path, None, _LOAD_FLAGS)
     if not handle:
         code = ctypes.get_last_error()
+        # Only now look at the file: a stat per DLL on every start is not free.
+        if not os.path.isfile(path):
+            raise BundledRuntimeError(
+                f"bundled runtime file {relpath} is missing from {app_folder()} "
+                f"(an antivirus may have quarantined it): {_REPACK}")
         hint = _HINTS.get(code, _REPACK)
         raise BundledRuntimeError(
             f"cannot load bundled runtime file {relpath} ({path}): Windows error {code} "
@@ -203,9 +223,10 @@ def activate():
     _check_driver()
     _dll_directory = os.add_dll_directory(runtime_folder())
     kernel32 = _kernel32()
+    already_loaded = _loaded_modules(kernel32)
     _loaded.clear()  # a retry after a failed load starts over
     for relpath in _manifest.get("load_order", []):
-        path, handle = _load_one(kernel32, relpath)
+        path, handle = _load_one(kernel32, relpath, already_loaded)
         _loaded.append((relpath, path, handle))
     _activated = True
 
