@@ -46,18 +46,7 @@ def _pack_summary(result: PackResult) -> dict:
     return {"out": str(result.out), "lock": str(result.lock_path),
             "recipe": manifest.recipe["name"], "components": manifest.components,
             "files": manifest.files, "load_order": manifest.load_order,
-            "component_sizes": _component_sizes(manifest.components, manifest.files),
-            "total_size": sum(int(f["size"]) for f in manifest.files)}  # type: ignore[call-overload]
-
-
-def _component_sizes(components: list[str], files: list[dict[str, object]]
-                     ) -> dict[str, int]:
-    """Bytes shipped per component, in the recipe's order; the licences come last."""
-    sizes = dict.fromkeys(components, 0)
-    for entry in files:
-        component = str(entry["component"])
-        sizes[component] = sizes.get(component, 0) + int(entry["size"])  # type: ignore[call-overload]
-    return sizes
+            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size}
 
 
 def _print_pack(result: PackResult) -> None:
@@ -65,12 +54,10 @@ def _print_pack(result: PackResult) -> None:
     print(f"packed {manifest.recipe['name']} into {result.out}")
     print(f"  components: {', '.join(manifest.components)}")
     for entry in manifest.files:
-        print(f"  {_size(int(entry['size'])):>10}  {entry['path']}  "  # type: ignore[call-overload]
-              f"({entry['component']})")
-    for component, size in _component_sizes(manifest.components, manifest.files).items():
+        print(f"  {_size(entry['size']):>10}  {entry['path']}  ({entry['component']})")
+    for component, size in manifest.component_sizes().items():
         print(f"  {_size(size):>10}  component {component}")
-    total = sum(int(f["size"]) for f in manifest.files)  # type: ignore[call-overload]
-    print(f"  {_size(total):>10}  total, {len(manifest.files)} files")
+    print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} files")
     print(f"  lock: {result.lock_path}")
 
 

@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from bundler.errors import SpecError
 from bundler.recipe import Recipe
@@ -86,7 +87,7 @@ class Manifest:
     versions: dict[str, str]
     runtime_dir: str
     components: list[str]
-    files: list[dict[str, object]]
+    files: list[dict[str, Any]]   # path, size, sha256, machine, version, component, source
     load_order: list[str]
     bootstrap: dict[str, str]
     format: int = MANIFEST_FORMAT
@@ -96,6 +97,17 @@ class Manifest:
     def to_bytes(self) -> bytes:
         """Deterministic: sorted keys, no timestamps, so equal inputs give equal bytes."""
         return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+    @property
+    def total_size(self) -> int:
+        return sum(int(entry["size"]) for entry in self.files)
+
+    def component_sizes(self) -> dict[str, int]:
+        """Bytes shipped per component, in the recipe's order; the licences come last."""
+        sizes = dict.fromkeys(self.components, 0)
+        for entry in self.files:
+            sizes[entry["component"]] = sizes.get(entry["component"], 0) + int(entry["size"])
+        return sizes
 
 
 def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
