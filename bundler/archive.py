@@ -62,7 +62,8 @@ class _Deflate64:
         return self._inflater.inflate(data)
 
 
-_DECODERS = {STORED: _Stored, DEFLATED: _Deflate, DEFLATE64: _Deflate64}
+_DECODERS: dict[int, type[_Decoder]] = {STORED: _Stored, DEFLATED: _Deflate,
+                                         DEFLATE64: _Deflate64}
 
 # Sees every raw byte range a member read takes from the file: (offset, bytes).
 # Lets a caller hash the whole archive from reads it does anyway (see hashing.py).

@@ -37,10 +37,10 @@ _HINTS = {
     225: "an antivirus blocked it as unsafe: restore it from quarantine",
 }
 
-_loaded = []        # (relpath, absolute path, handle) in load order
+_loaded: list = []  # (relpath, absolute path, handle) in load order
 _dll_directory = None  # keep the handle: closing it would drop the folder again
-_manifest = {}
-_driver = {}        # what driver_check() found, for report()
+_manifest: dict = {}
+_driver: dict = {}  # what driver_check() found, for report()
 _activated = False
 
 

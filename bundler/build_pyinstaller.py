@@ -144,7 +144,7 @@ def build_environment(environ: Mapping[str, str], runtime_names: frozenset[str]
     dropped: list[str] = []
     for key in env:
         if key.upper() == "PATH":
-            kept = []
+            kept: list[str] = []
             for entry in env[key].split(os.pathsep):
                 is_cuda = _is_cuda_folder(entry, cuda_roots, runtime_names)
                 (dropped if is_cuda else kept).append(entry)

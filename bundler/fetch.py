@@ -99,13 +99,13 @@ def _run_pip(spec: SourceSpec, dest: Path) -> None:
                "--dest", str(dest), f"{spec.package}=={spec.version}"]
     print(f"bundler: fetching {spec.package}=={spec.version} with pip", file=sys.stderr)
     if interactive():  # let pip draw its progress bar; keep stdout for our own output
-        result = subprocess.run(command, stdout=sys.stderr, check=False)
         output = ""
+        returncode = subprocess.run(command, stdout=sys.stderr, check=False).returncode
     else:
         result = subprocess.run(command, capture_output=True, text=True, check=False)
-        output = (result.stdout + result.stderr).strip()
-    if result.returncode != 0:
-        last = output.splitlines()[-1] if output else f"pip exited with {result.returncode}"
+        output, returncode = (result.stdout + result.stderr).strip(), result.returncode
+    if returncode != 0:
+        last = output.splitlines()[-1] if output else f"pip exited with {returncode}"
         raise SourceError(f"source '{spec.id}': pip could not download "
                           f"{spec.package}=={spec.version}: {last}",
                           "check the network and your package index, or download it "

@@ -79,7 +79,7 @@ def system_folders() -> dict[str, str]:
         return {}
     import ctypes
 
-    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
     folders = {}
     for key, function in (("system32", kernel32.GetSystemDirectoryW),
                           ("windows", kernel32.GetWindowsDirectoryW)):

@@ -18,7 +18,7 @@ import json
 
 from PyInstaller.config import CONF
 
-PARAMS = {}  # set by bundler pack
+PARAMS: dict = {}  # set by bundler pack
 
 _pyinstaller = dict(globals())
 _real_analysis, _real_exe, _real_collect = (
