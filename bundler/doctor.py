@@ -247,9 +247,16 @@ def _driver_findings(report: DriverReport, placed: list[PlacedCopy],
         if item.role == "picked" and needs and cuda_needed(needs) > facts.cuda:
             findings.append(Finding(
                 PROBLEM, "driver", f"{_where(item.copy)} is a CUDA {needs} runtime; the "
-                f"driver supports only CUDA {report.cuda}",
-                f"update the NVIDIA driver to >= {compat.min_driver_for(needs) or '?'}"))
+                f"driver supports only CUDA {report.cuda}", _update_hint(needs, compat)))
     return findings
+
+
+def _update_hint(cuda: str, compat: CompatFacts) -> str:
+    minimum = compat.min_driver_for(cuda)
+    if minimum:
+        return f"update the NVIDIA driver to >= {minimum}"
+    return (f"update the NVIDIA driver to one that supports CUDA {cuda} (bundler/compat.toml "
+            "has no row for it: see NVIDIA's CUDA Toolkit release notes)")
 
 
 def _cudart_cuda(name: str) -> str:
@@ -289,7 +296,7 @@ def _framework_driver(title: str, expects: FrameworkEntry, driver: DriverReport,
         return []
     return [Finding(PROBLEM, "framework", f"{title} is built for CUDA {expects.cuda}; the "
                     f"driver supports only CUDA {driver.cuda}",
-                    f"update the NVIDIA driver to >= {compat.min_driver_for(expects.cuda)}")]
+                    _update_hint(expects.cuda, compat))]
 
 
 def _framework_loads(title: str, expects: FrameworkEntry,

@@ -5,6 +5,7 @@ tested under Wine in test_doctor_wine.py.)"""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from bundler.machine import (
     installed_frameworks,
     search_folders,
 )
+from bundler.recipe import shipped_recipes
 
 SYSTEM = {"system32": "/win/system32", "system16": "/win/System", "windows": "/win"}
 
@@ -37,6 +39,22 @@ def test_driver_table_gives_the_newest_cuda_a_driver_runs() -> None:
     assert compat.cuda_for_driver("441.22") == "10.2"
     assert compat.cuda_for_driver("100.00") == ""
     assert compat.min_driver_for("10.1") == "418.96"
+    # NVIDIA's table: CUDA 11.8 GA needs 520.06 (522.06 is the installer's own driver).
+    assert compat.min_driver_for("11.8") == "520.06"
+    assert compat.cuda_for_driver("520.06") == "11.8"
+    assert compat.cuda_for_driver("572.61") == "12.8"
+    assert compat.cuda_for_driver("576.57") == "12.9"
+
+
+def test_driver_table_covers_every_cuda_a_recipe_or_framework_names() -> None:
+    """Else doctor could not name the driver to install; each shipped recipe's own
+    minimum is at least the table's (a recipe may pin an update release)."""
+    compat = compat_facts()
+    for entry in compat.frameworks:
+        assert compat.min_driver_for(entry.cuda), entry.name
+    for recipe in shipped_recipes():
+        row = compat.min_driver_for(recipe.cuda)
+        assert row and version_tuple(recipe.min_driver) >= version_tuple(row), recipe.name
 
 
 @pytest.mark.parametrize("file_version, driver", [
@@ -187,6 +205,15 @@ def test_frameworks_against_the_table() -> None:
         in problems
     assert "torch 1.8.1+cu101 is built for CUDA 10.1" in problems
     assert any("torch 1.8.1+cu101 ships its own CUDA" in f.message for f in report.findings)
+
+
+def test_a_cuda_the_table_lacks_still_gets_a_worded_hint() -> None:
+    compat = replace(compat_facts(), driver_minimum=())
+    tf = InstalledFramework("tensorflow", "2.3.0", "/site")
+    frameworks = [FrameworkReport(tf, compat.framework_entry(tf.distribution, tf.version))]
+    report = judge_machine([DECOY], [], OLD_DRIVER, frameworks, compat, 64)
+    [hint] = [f.hint for f in report.findings if f.level == PROBLEM and "built for" in f.message]
+    assert hint.startswith("update the NVIDIA driver to one that supports CUDA 10.1")
 
 
 def test_installed_frameworks_are_read_from_metadata_without_importing(tmp_path: Path
