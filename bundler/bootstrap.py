@@ -39,6 +39,8 @@ _HINTS = {
 
 _loaded: list = []  # (relpath, absolute path, handle) in load order
 _dll_directory = None  # keep the handle: closing it would drop the folder again
+_kernel = None  # kernel32 set up for the calls below: built once, on first use
+_path_buffer = None  # one buffer for every GetModuleFileNameW (32768 characters)
 _manifest: dict = {}
 _driver: dict = {}  # what driver_check() found, for report()
 _activated = False
@@ -59,6 +61,9 @@ def runtime_folder():
 
 
 def _kernel32():
+    global _kernel, _path_buffer
+    if _kernel is not None:
+        return _kernel
     import ctypes
     from ctypes import wintypes
 
@@ -68,21 +73,23 @@ def _kernel32():
     # Handles are pointer-sized: a DLL may load above 4 GiB.
     kernel32.LoadLibraryExW.restype = ctypes.c_void_p
     kernel32.LoadLibraryExW.argtypes = [wintypes.LPCWSTR, ctypes.c_void_p, wintypes.DWORD]
+    kernel32.LoadLibraryW.restype = ctypes.c_void_p
+    kernel32.LoadLibraryW.argtypes = [wintypes.LPCWSTR]
     kernel32.GetCurrentProcess.restype = wintypes.HANDLE
     kernel32.K32EnumProcessModules.argtypes = [
         wintypes.HANDLE, ctypes.POINTER(ctypes.c_void_p), wintypes.DWORD,
         ctypes.POINTER(wintypes.DWORD)]
     kernel32.GetModuleFileNameW.restype = wintypes.DWORD
     kernel32.GetModuleFileNameW.argtypes = [ctypes.c_void_p, wintypes.LPWSTR, wintypes.DWORD]
+    _path_buffer = ctypes.create_unicode_buffer(32768)
+    _kernel = kernel32
     return kernel32
 
 
-def _module_path(kernel32, handle):
-    import ctypes
-
-    buffer = ctypes.create_unicode_buffer(32768)
-    length = kernel32.GetModuleFileNameW(handle, buffer, len(buffer))
-    return buffer.value[:length]
+def _module_path(handle):
+    kernel32 = _kernel32()  # also makes _path_buffer
+    length = kernel32.GetModuleFileNameW(handle, _path_buffer, len(_path_buffer))
+    return _path_buffer[:length]
 
 
 def _same_file(a, b):
@@ -99,7 +106,7 @@ def _read_manifest():
             f"bundled runtime manifest {path} cannot be read ({exc}); {_REPACK}") from None
 
 
-def _loaded_modules(kernel32):
+def _loaded_modules():
     """{lower-case file name: path} of every module in this process.
 
     One enumeration instead of a GetModuleHandleW per DLL: the same answer, and
@@ -108,15 +115,16 @@ def _loaded_modules(kernel32):
     import ctypes
     from ctypes import wintypes
 
+    kernel32 = _kernel32()
     handles, needed = (ctypes.c_void_p * 4096)(), wintypes.DWORD()
     kernel32.K32EnumProcessModules(kernel32.GetCurrentProcess(), handles,
                                    ctypes.sizeof(handles), ctypes.byref(needed))
     count = min(needed.value // ctypes.sizeof(ctypes.c_void_p), len(handles))
-    paths = [_module_path(kernel32, handle) for handle in handles[:count]]
+    paths = [_module_path(handle) for handle in handles[:count]]
     return {os.path.basename(path).lower(): path for path in paths}
 
 
-def _load_one(kernel32, relpath, already_loaded):
+def _load_one(relpath, already_loaded):
     import ctypes
 
     path = os.path.join(app_folder(), *relpath.split("/"))
@@ -128,7 +136,7 @@ def _load_one(kernel32, relpath, already_loaded):
             f"this app needs its bundled {path}. Something loaded a framework before the "
             "bootstrap ran: keep the bootstrap lines first in the entry script (folder "
             "apps) and bundler's runtime hook first (PyInstaller apps)")
-    handle = kernel32.LoadLibraryExW(path, None, _LOAD_FLAGS)
+    handle = _kernel32().LoadLibraryExW(path, None, _LOAD_FLAGS)
     if not handle:
         code = ctypes.get_last_error()
         # Only now look at the file: a stat per DLL on every start is not free.
@@ -156,13 +164,10 @@ def probe_driver():
     """
     import ctypes
 
-    kernel32 = _kernel32()
-    kernel32.LoadLibraryW.restype = ctypes.c_void_p
-    kernel32.LoadLibraryW.argtypes = [ctypes.c_wchar_p]
-    handle = kernel32.LoadLibraryW("nvcuda.dll")
+    handle = _kernel32().LoadLibraryW("nvcuda.dll")
     if not handle:
         return "", 0, f"Windows error {ctypes.get_last_error()}"
-    path = _module_path(kernel32, handle)
+    path = _module_path(handle)
     try:
         get_version = ctypes.WinDLL(path, handle=handle).cuDriverGetVersion
     except AttributeError:
@@ -221,12 +226,12 @@ def activate():
         return
     _manifest = _read_manifest()
     _check_driver()
-    _dll_directory = os.add_dll_directory(runtime_folder())
-    kernel32 = _kernel32()
-    already_loaded = _loaded_modules(kernel32)
+    if _dll_directory is None:  # a retry after a failed load keeps the first one
+        _dll_directory = os.add_dll_directory(runtime_folder())
+    already_loaded = _loaded_modules()
     _loaded.clear()  # a retry after a failed load starts over
     for relpath in _manifest.get("load_order", []):
-        path, handle = _load_one(kernel32, relpath, already_loaded)
+        path, handle = _load_one(relpath, already_loaded)
         _loaded.append((relpath, path, handle))
     _activated = True
 
@@ -236,8 +241,7 @@ def report():
     versions = {f["path"]: f.get("version", "") for f in _manifest.get("files", [])}
     loaded_from = {}
     if os.name == "nt" and _loaded:
-        kernel32 = _kernel32()
-        loaded_from = {rel: _module_path(kernel32, h) for rel, _, h in _loaded}
+        loaded_from = {rel: _module_path(h) for rel, _, h in _loaded}
     return {
         "recipe": _manifest.get("recipe", {}).get("name", ""),
         "versions": _manifest.get("versions", {}),

@@ -221,3 +221,39 @@ def test_toolkit_is_found_through_cuda_path_variables(
     assert "bin/cudart64_101.dll" in caught.value.message
     with pytest.raises(SourceError, match="CUDA_PATH_V10_1/CUDA_PATH are unset"):
         pack(spec, environ={})
+
+
+RETRY = '''\
+import importlib.util, json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+runtime = os.path.join(here, "cudnn")
+spec = importlib.util.spec_from_file_location("_cudnn_bootstrap",
+                                              os.path.join(here, "_cudnn_bootstrap.py"))
+bootstrap = importlib.util.module_from_spec(spec)
+try:
+    spec.loader.exec_module(bootstrap)
+except ImportError as exc:
+    print(exc, file=sys.stderr)
+first = bootstrap._dll_directory
+os.rename(os.path.join(runtime, "held.dll"), os.path.join(runtime, "cudnn_cnn_infer64_8.dll"))
+bootstrap.activate()
+print(json.dumps({"same_dll_directory": bootstrap._dll_directory is first,
+                  "loaded": len(bootstrap.report()["dlls"])}))
+'''
+
+
+def test_activate_again_after_a_failure_keeps_its_dll_directory(
+        packed: Workspace, app_python: WindowsPython, tmp_path: Path) -> None:
+    """The file comes back (restored from quarantine) and the app calls activate()
+    again: it loads everything, and keeps the folder it registered the first time
+    instead of adding it a second time and dropping the first handle unclosed."""
+    app = tmp_path / "retry"
+    shutil.copytree(packed.dist, app)
+    (app / "cudnn" / "cudnn_cnn_infer64_8.dll").rename(app / "cudnn" / "held.dll")
+    (app / "retry.py").write_text(RETRY)
+    result = app_python.run([app / "retry.py"], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "cudnn/cudnn_cnn_infer64_8.dll is missing" in result.stderr
+    # _dll_directory is the bootstrap's own state: no public name tells it.
+    assert json.loads(result.stdout.splitlines()[-1]) == {"same_dll_directory": True,
+                                                          "loaded": 10}
