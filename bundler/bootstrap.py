@@ -65,22 +65,23 @@ def _kernel32():
     if _kernel is not None:
         return _kernel
     import ctypes
-    from ctypes import wintypes
 
+    # DWORD, HANDLE (or any pointer) and LPCWSTR as plain ctypes types: importing
+    # ctypes.wintypes costs more than the rest of this set-up.
+    dword, pointer, wide_string = ctypes.c_ulong, ctypes.c_void_p, ctypes.c_wchar_p
     # A private instance: setting restype on ctypes.windll.kernel32 would change
     # it for every other user in the process.
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
     # Handles are pointer-sized: a DLL may load above 4 GiB.
-    kernel32.LoadLibraryExW.restype = ctypes.c_void_p
-    kernel32.LoadLibraryExW.argtypes = [wintypes.LPCWSTR, ctypes.c_void_p, wintypes.DWORD]
-    kernel32.LoadLibraryW.restype = ctypes.c_void_p
-    kernel32.LoadLibraryW.argtypes = [wintypes.LPCWSTR]
-    kernel32.GetCurrentProcess.restype = wintypes.HANDLE
-    kernel32.K32EnumProcessModules.argtypes = [
-        wintypes.HANDLE, ctypes.POINTER(ctypes.c_void_p), wintypes.DWORD,
-        ctypes.POINTER(wintypes.DWORD)]
-    kernel32.GetModuleFileNameW.restype = wintypes.DWORD
-    kernel32.GetModuleFileNameW.argtypes = [ctypes.c_void_p, wintypes.LPWSTR, wintypes.DWORD]
+    kernel32.LoadLibraryExW.restype = pointer
+    kernel32.LoadLibraryExW.argtypes = [wide_string, pointer, dword]
+    kernel32.LoadLibraryW.restype = pointer
+    kernel32.LoadLibraryW.argtypes = [wide_string]
+    kernel32.GetCurrentProcess.restype = pointer
+    kernel32.K32EnumProcessModules.argtypes = [pointer, ctypes.POINTER(pointer), dword,
+                                               ctypes.POINTER(dword)]
+    kernel32.GetModuleFileNameW.restype = dword
+    kernel32.GetModuleFileNameW.argtypes = [pointer, wide_string, dword]
     _path_buffer = ctypes.create_unicode_buffer(32768)
     _kernel = kernel32
     return kernel32
@@ -113,10 +114,9 @@ def _loaded_modules():
     start-up stays cheap however many DLLs the runtime has.
     """
     import ctypes
-    from ctypes import wintypes
 
     kernel32 = _kernel32()
-    handles, needed = (ctypes.c_void_p * 4096)(), wintypes.DWORD()
+    handles, needed = (ctypes.c_void_p * 4096)(), ctypes.c_ulong()
     kernel32.K32EnumProcessModules(kernel32.GetCurrentProcess(), handles,
                                    ctypes.sizeof(handles), ctypes.byref(needed))
     count = min(needed.value // ctypes.sizeof(ctypes.c_void_p), len(handles))
