@@ -5,9 +5,9 @@ Written into the app by `bundler pack`; standard library only. Importing it:
 1. finds the runtime folder beside this file (inside sys._MEIPASS when frozen);
 2. registers it with os.add_dll_directory, for loads that honour that list;
 3. preloads every runtime DLL by absolute path, in the manifest's load order;
-4. checks the NVIDIA driver: missing or too old for this runtime's CUDA gives one
-   clear warning on stderr (an error if the spec says require_driver = true),
-   instead of CUDNN_STATUS_NOT_INITIALIZED much later.
+4. checks the NVIDIA driver against the recipe's minimum (see judge_driver):
+   missing or too old gives one clear warning on stderr (an error if the spec
+   says require_driver = true), instead of CUDNN_STATUS_NOT_INITIALIZED much later.
 
 Why preload by absolute path: TensorFlow and PaddlePaddle load "cudnn64_8.dll"
 with a plain LoadLibrary by bare name, which searches PATH and ignores
@@ -157,7 +157,8 @@ def cuda_text(number):
 
 
 def probe_driver():
-    """(nvcuda.dll's path or "", the CUDA version the driver supports e.g. 10010, error).
+    """(nvcuda.dll's path or "", the CUDA version the driver supports e.g. 10010,
+    nvcuda.dll's file version e.g. "26.21.14.4166" or "", error).
 
     nvcuda.dll comes with the NVIDIA driver. It is loaded by bare name with the
     standard search order, as the CUDA runtime itself loads it.
@@ -166,42 +167,108 @@ def probe_driver():
 
     handle = _kernel32().LoadLibraryW("nvcuda.dll")
     if not handle:
-        return "", 0, f"Windows error {ctypes.get_last_error()}"
+        return "", 0, "", f"Windows error {ctypes.get_last_error()}"
     path = _module_path(handle)
+    file_version = _file_version(path)
     try:
         get_version = ctypes.WinDLL(path, handle=handle).cuDriverGetVersion
     except AttributeError:
-        return path, 0, "it has no cuDriverGetVersion"
+        return path, 0, file_version, "it has no cuDriverGetVersion"
     version = ctypes.c_int(0)
     result = get_version(ctypes.byref(version))
-    return path, version.value, (f"cuDriverGetVersion failed (CUresult {result})"
-                                 if result else "")
+    return path, version.value, file_version, (
+        f"cuDriverGetVersion failed (CUresult {result})" if result else "")
+
+
+def _file_version(path):
+    """A DLL's file version from its version resource, e.g. "26.21.14.4166"; "" if none."""
+    import ctypes
+
+    version = ctypes.WinDLL("version")
+    size = version.GetFileVersionInfoSizeW(path, None)
+    info = ctypes.create_string_buffer(size)
+    fixed, length = ctypes.c_void_p(), ctypes.c_uint()
+    if not (size and version.GetFileVersionInfoW(path, 0, size, info) and version.VerQueryValueW(
+            info, "\\", ctypes.byref(fixed), ctypes.byref(length)) and length.value >= 16):
+        return ""
+    # VS_FIXEDFILEINFO: signature, struct version, then the file version's two halves.
+    _, _, high, low = (ctypes.c_uint32 * 4).from_address(fixed.value)
+    return f"{high >> 16}.{high & 0xFFFF}.{low >> 16}.{low & 0xFFFF}"
+
+
+def driver_from_file_version(file_version):
+    """NVIDIA's driver number from nvcuda.dll's Windows file version: the last five
+    digits of its last two fields, e.g. 26.21.14.4166 -> 441.66; "" if not one."""
+    parts = file_version.split(".")
+    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+        return ""
+    digits = (parts[2] + parts[3].zfill(4))[-5:]
+    return f"{int(digits[:3])}.{digits[3:]}"
+
+
+def driver_older(version, minimum):
+    """Whether driver `version` ("516.01") is older than `minimum` ("520.06")."""
+    def numbers(text):
+        return tuple(int(part) for part in text.split(".") if part.isdigit())
+    return numbers(version) < numbers(minimum)
 
 
 def cuda_needed(cuda):
-    """The cuDriverGetVersion a CUDA "10.1" runtime needs: 10010. CUDA 11 and later
-    run on any driver of their major (NVIDIA's minor version compatibility)."""
+    """The cuDriverGetVersion of a driver that supports CUDA "10.1": 10010 ("11": 11000)."""
     major, _, minor = cuda.partition(".")
-    return int(major) * 1000 + (int(minor or 0) * 10 if int(major) < 11 else 0)
+    return int(major) * 1000 + int(minor or 0) * 10
+
+
+def runs_on(version, supported, cuda, oldest, minor_compatible):
+    """Whether a driver runs a CUDA `cuda` runtime whose oldest driver is `oldest`.
+
+    By the driver's `version` ("516.01") when known. Else by its cuDriverGetVersion
+    (`supported`): that CUDA, or only its major when `minor_compatible` (from CUDA 11
+    on, NVIDIA's minor-version compatibility lets a runtime run on an older driver of
+    its major). The two agree: a driver reports the CUDA of the newest release whose
+    own minimum driver it meets.
+    """
+    if version and oldest:
+        return not driver_older(version, oldest)
+    return supported >= cuda_needed(cuda.partition(".")[0] if minor_compatible else cuda)
 
 
 def driver_check(versions):
-    """The driver against what this runtime needs: a dict; its "problem" is "" if fine."""
-    path, supported, error = probe_driver()
+    """This machine's driver against what this runtime needs (see judge_driver)."""
+    return judge_driver(versions, *probe_driver())
+
+
+def judge_driver(versions, path, supported, file_version, error):
+    """A dict of what was found; "problem" is "" when the runtime can run, "note"
+    says when it runs without the features that need a newer driver.
+
+    The figures are the recipe's, from the manifest: the driver must be >=
+    min_driver_compat where the recipe gives one (CUDA minor-version compatibility),
+    else >= min_driver. Between min_driver_compat and min_driver is a note.
+    """
+    version = driver_from_file_version(file_version)
     cuda, min_driver = versions.get("cuda", "0"), versions.get("min_driver", "")
-    needed = cuda_needed(cuda)
-    found = {"nvcuda": path, "driver_cuda": cuda_text(supported), "needs_cuda": cuda,
-             "min_driver": min_driver, "problem": ""}
-    wanted = f"this app's CUDA {cuda} runtime needs an NVIDIA driver >= {min_driver}"
+    compat = versions.get("min_driver_compat", "")
+    oldest = compat or min_driver
+    found = {"nvcuda": path, "driver_version": version, "driver_cuda": cuda_text(supported),
+             "needs_cuda": cuda, "min_driver": min_driver, "min_driver_compat": compat,
+             "problem": "", "note": ""}
+    wanted = f"this app's CUDA {cuda} runtime needs an NVIDIA driver >= {oldest}" + (
+        f" (>= {min_driver} for all of its features)" if compat else "")
+    named = f"the NVIDIA driver {path}" + (f" (version {version})" if version else "")
     if not path:
         found["problem"] = (f"no NVIDIA driver found (nvcuda.dll cannot be loaded: {error}); "
                             f"{wanted}: install it, or the GPU cannot be used")
     elif error:
-        found["problem"] = f"the NVIDIA driver {path} is unusable ({error}); {wanted}"
-    elif supported < needed:
-        found["problem"] = (f"the NVIDIA driver {path} supports CUDA {cuda_text(supported)} "
-                            f"(cuDriverGetVersion {supported}), but {wanted}: update the "
-                            "NVIDIA driver")
+        found["problem"] = f"{named} is unusable ({error}); {wanted}"
+    elif not runs_on(version, supported, cuda, oldest, bool(compat)):
+        found["problem"] = (f"{named} supports CUDA {cuda_text(supported)} (cuDriverGetVersion "
+                            f"{supported}), but {wanted}: update the NVIDIA driver")
+    elif version and driver_older(version, min_driver):
+        found["note"] = (f"{named} is older than {min_driver}, the driver of CUDA {cuda}: "
+                         "this app's runtime runs under CUDA minor-version compatibility, "
+                         "without the features that need the newer driver (such as JIT "
+                         "compilation of newer PTX)")
     return found
 
 

@@ -32,16 +32,6 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(numbers)
 
 
-def driver_from_file_version(file_version: str) -> str:
-    """NVIDIA's driver number from nvcuda.dll's Windows file version: the last five
-    digits of its last two fields, e.g. 26.21.14.4166 -> 441.66."""
-    parts = file_version.split(".")
-    if len(parts) != 4 or not all(p.isdigit() for p in parts):
-        return ""
-    digits = (parts[2] + parts[3].zfill(4))[-5:]
-    return f"{int(digits[:3])}.{digits[3:]}"
-
-
 @dataclass(frozen=True)
 class FrameworkEntry:
     """One row of the framework table: a version range and what it expects."""
@@ -71,10 +61,21 @@ class CompatFacts:
     nvidia_smi: tuple[str, ...]
     driver_minimum: tuple[tuple[str, str], ...]   # (CUDA, driver), oldest CUDA first
     frameworks: tuple[FrameworkEntry, ...]
+    minor_compatible: tuple[tuple[str, str], ...] = ()   # (CUDA major, oldest driver)
 
     def min_driver_for(self, cuda: str) -> str:
+        """The driver of a CUDA release: the oldest with all its features."""
         wanted = version_tuple(cuda)[:2]
         return next((d for c, d in self.driver_minimum if version_tuple(c) == wanted), "")
+
+    def minor_compatible_from(self, cuda: str) -> str:
+        """The oldest driver of CUDA `cuda`'s major that runs it under minor-version
+        compatibility, or "" (before CUDA 11, or a major the table lacks)."""
+        return dict(self.minor_compatible).get(cuda.partition(".")[0], "")
+
+    def oldest_driver_for(self, cuda: str) -> str:
+        """The oldest driver that runs a CUDA `cuda` runtime at all; "" if unknown."""
+        return self.minor_compatible_from(cuda) or self.min_driver_for(cuda)
 
     def cuda_for_driver(self, driver: str) -> str:
         """The newest CUDA a driver version runs, or "" if older than every row."""
@@ -111,12 +112,15 @@ def parse_compat(data: dict, path: Path) -> CompatFacts:
     rows = sorted(((cuda, minimum.take(cuda, str)) for cuda in minimum.names()),
                   key=lambda row: version_tuple(row[0]))
     minimum.done()
+    compatible = driver.table("minor_version_compatibility", required=False)
+    minor = tuple((major, compatible.take(major, str)) for major in compatible.names())
+    compatible.done()
     driver.done()
     frameworks = tuple(_framework(Table(entry, path, "framework", BundlerError))
                        for entry in top.take("framework", list, []))
     top.done()
     return CompatFacts(scan=scan, nvidia_smi=nvidia_smi, driver_minimum=tuple(rows),
-                       frameworks=frameworks)
+                       frameworks=frameworks, minor_compatible=minor)
 
 
 def _framework(table: Table) -> FrameworkEntry:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from bundler.bootstrap import cuda_needed, cuda_text, driver_check
+from bundler.bootstrap import cuda_text, driver_check, runs_on
 from bundler.compat import CompatFacts, FrameworkEntry, compat_facts
 from bundler.hashing import sha256_file
 from bundler.inspect import Dependency, DllFacts, dll_facts
@@ -244,15 +244,22 @@ def _driver_findings(report: DriverReport, placed: list[PlacedCopy],
                         f"{report.cuda} (cuDriverGetVersion {facts.cuda}); {version}")]
     for item in placed:
         needs = _cudart_cuda(item.copy.name)
-        if item.role == "picked" and needs and cuda_needed(needs) > facts.cuda:
+        if item.role == "picked" and needs and not _runs(needs, report, compat):
             findings.append(Finding(
                 PROBLEM, "driver", f"{_where(item.copy)} is a CUDA {needs} runtime; the "
                 f"driver supports only CUDA {report.cuda}", _update_hint(needs, compat)))
     return findings
 
 
+def _runs(cuda: str, driver: DriverReport, compat: CompatFacts) -> bool:
+    """Whether the driver runs a CUDA `cuda` runtime: the bootstrap's rule, with the
+    figures of compat.toml in place of a recipe's."""
+    return runs_on(driver.facts.version, driver.facts.cuda, cuda,
+                   compat.oldest_driver_for(cuda), bool(compat.minor_compatible_from(cuda)))
+
+
 def _update_hint(cuda: str, compat: CompatFacts) -> str:
-    minimum = compat.min_driver_for(cuda)
+    minimum = compat.oldest_driver_for(cuda)
     if minimum:
         return f"update the NVIDIA driver to >= {minimum}"
     return (f"update the NVIDIA driver to one that supports CUDA {cuda} (bundler/compat.toml "
@@ -291,8 +298,7 @@ def _framework_findings(frameworks: list[FrameworkReport], placed: list[PlacedCo
 
 def _framework_driver(title: str, expects: FrameworkEntry, driver: DriverReport,
                       compat: CompatFacts) -> list[Finding]:
-    supported = driver.facts.cuda
-    if not supported or cuda_needed(expects.cuda) <= supported:
+    if not driver.facts.cuda or _runs(expects.cuda, driver, compat):
         return []
     return [Finding(PROBLEM, "framework", f"{title} is built for CUDA {expects.cuda}; the "
                     f"driver supports only CUDA {driver.cuda}",
@@ -468,10 +474,14 @@ def _bundle_driver_findings(report: BundleReport) -> list[Finding]:
                   else "the app warns at start-up and runs without the GPU")
         return [Finding(PROBLEM, "driver", f"{problem} ({effect})",
                         "install or update the NVIDIA driver")]
-    return [Finding(OK, "driver", f"the NVIDIA driver supports CUDA "
-                    f"{report.driver.get('driver_cuda')}; the runtime needs CUDA "
-                    f"{report.versions.get('cuda')} (driver >= "
-                    f"{report.versions.get('min_driver')})")]
+    if report.driver.get("note"):
+        return [Finding(NOTE, "driver", report.driver["note"])]
+    driver = report.driver
+    version = f" {driver['driver_version']}" if driver.get("driver_version") else ""
+    return [Finding(OK, "driver", f"the NVIDIA driver{version} supports CUDA "
+                    f"{driver.get('driver_cuda')}; the runtime needs CUDA "
+                    f"{driver.get('needs_cuda')} (driver >= "
+                    f"{driver.get('min_driver_compat') or driver.get('min_driver')})")]
 
 
 def _shadow_findings(report: BundleReport) -> list[Finding]:

@@ -19,7 +19,9 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from bundler.compat import CompatFacts, driver_from_file_version
+from bundler.bootstrap import driver_from_file_version
+from bundler.bootstrap import probe_driver as load_nvcuda
+from bundler.compat import CompatFacts
 from bundler.errors import CheckError
 from bundler.hashing import sha256_file
 from bundler.pe import read_pe
@@ -185,23 +187,13 @@ def probe_driver(compat: CompatFacts) -> DriverFacts:
     if os.name != "nt":
         return DriverFacts(False, "", "", 0, smi_version, "nvidia-smi" if smi_version else "",
                            smi, gpus)
-    from bundler.bootstrap import probe_driver as load_nvcuda
-
-    nvcuda, cuda, error = load_nvcuda()
+    nvcuda, cuda, file_version, error = load_nvcuda()
     version, version_from = smi_version, "nvidia-smi" if smi_version else ""
     if nvcuda and not version:
-        file_version = _file_version(nvcuda)
         version = driver_from_file_version(file_version)
         version_from = f"nvcuda.dll file version {file_version}" if version else ""
     return DriverFacts(True, nvcuda, error if not nvcuda else "", cuda,
                        version, version_from, smi, gpus)
-
-
-def _file_version(path: str) -> str:
-    try:
-        return read_pe(Path(path)).file_version
-    except CheckError:
-        return ""
 
 
 def _nvidia_smi(compat: CompatFacts) -> str:

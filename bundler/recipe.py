@@ -73,8 +73,8 @@ class Recipe:
     sha256: str
     driver_note: str = ""
     # The oldest driver that runs this CUDA under minor-version compatibility (some
-    # features, e.g. PTX JIT of newer code, need min_driver). Recorded for reports;
-    # checks use min_driver.
+    # features, e.g. PTX JIT of newer code, need min_driver). Where given, the driver
+    # check requires this and notes a driver below min_driver; else it requires min_driver.
     min_driver_compat: str = ""
 
     @property

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bundler.bootstrap import cuda_needed, cuda_text
-from bundler.compat import (
-    compat_facts,
+from bundler.bootstrap import (
+    cuda_needed,
+    cuda_text,
     driver_from_file_version,
-    parse_compat,
-    version_tuple,
+    judge_driver,
+    runs_on,
 )
+from bundler.compat import compat_facts, parse_compat, version_tuple
 from bundler.doctor import PROBLEM, FrameworkReport, judge_machine, place
 from bundler.errors import BundlerError
 from bundler.machine import (
@@ -92,7 +93,8 @@ def test_versions_and_cuda_numbers() -> None:
     assert version_tuple("2.4.0rc1") == (2, 4, 0)
     assert cuda_text(10010) == "10.1" and cuda_text(11020) == "11.2"
     assert cuda_needed("10.1") == 10010
-    assert cuda_needed("11.8") == 11000   # minor version compatibility from CUDA 11
+    assert cuda_needed("11.8") == 11080   # what a driver of CUDA 11.8 reports
+    assert cuda_needed("11") == 11000
 
 
 def test_compat_file_is_read_strictly(tmp_path: Path) -> None:
@@ -240,3 +242,85 @@ def test_the_manifest_carries_require_driver(require: bool) -> None:
     data = json.loads(manifest.to_bytes())
     assert data["require_driver"] is require
     assert data["versions"] == {"cudnn": "8.0.3.33", "cuda": "10.1", "min_driver": "418.96"}
+
+
+# The versions of the shipped recipes, as their manifests carry them.
+CU101 = {"cuda": "10.1", "min_driver": "418.96"}
+CU118 = {"cuda": "11.8", "min_driver": "520.06", "min_driver_compat": "452.39"}
+NVCUDA = "C:\\Windows\\system32\\nvcuda.dll"
+
+
+def test_the_manifest_versions_are_the_recipes() -> None:
+    from bundler.emit import build_manifest
+    from bundler.recipe import find_recipe
+    from bundler.resolve import ResolvedRuntime
+
+    for name, versions in (("cudnn-8.0.3.33-cuda10.1-win-x64", CU101),
+                           ("cudnn-8.9.4.25-cuda11-win-x64", CU118)):
+        manifest = build_manifest(find_recipe(name, Path.cwd()), [], "cudnn",
+                                  ResolvedRuntime([], []), {})
+        assert {k: v for k, v in manifest.versions.items() if k != "cudnn"} == versions
+
+
+@pytest.mark.parametrize("versions, file_version, cuda, problem, note", [
+    # CUDA 11.0's own driver reports 11000 but is below the 11.x compatibility minimum.
+    (CU118, "27.21.14.5148", 11000, "needs an NVIDIA driver >= 452.39 (>= 520.06 for all "
+     "of its features): update", ""),
+    (CU118, "27.21.14.5239", 11000, "", "older than 520.06, the driver of CUDA 11.8: this "
+     "app's runtime runs under CUDA minor-version compatibility"),
+    (CU118, "31.0.15.1601", 11070, "", "(version 516.01) is older than 520.06"),
+    (CU118, "31.0.15.2006", 11080, "", ""),
+    # No version resource: cuDriverGetVersion decides (the major, for CUDA 11).
+    (CU118, "", 11000, "", ""),
+    (CU118, "", 10020, "supports CUDA 10.2 (cuDriverGetVersion 10020)", ""),
+    (CU101, "25.21.14.1131", 10000, "(version 411.31) supports CUDA 10.0 (cuDriverGetVersion "
+     "10000), but this app's CUDA 10.1 runtime needs an NVIDIA driver >= 418.96", ""),
+    (CU101, "25.21.14.1896", 10010, "", ""),
+    (CU101, "", 10000, "needs an NVIDIA driver >= 418.96: update", ""),
+])
+def test_the_driver_check_applies_the_recipes_figures(versions: dict, file_version: str,
+                                                      cuda: int, problem: str,
+                                                      note: str) -> None:
+    found = judge_driver(versions, NVCUDA, cuda, file_version, "")
+    assert (problem in found["problem"]) and (bool(found["problem"]) == bool(problem))
+    assert (note in found["note"]) and (bool(found["note"]) == bool(note))
+    assert found["driver_version"] == driver_from_file_version(file_version)
+
+
+def test_the_driver_check_without_a_driver_names_the_minimum() -> None:
+    found = judge_driver(CU118, "", 0, "", "Windows error 126")
+    assert found["problem"].startswith("no NVIDIA driver found (nvcuda.dll cannot be loaded: "
+                                       "Windows error 126); this app's CUDA 11.8 runtime "
+                                       "needs an NVIDIA driver >= 452.39")
+
+
+def test_runs_on_by_version_else_by_cuda() -> None:
+    assert not runs_on("451.48", 11000, "11.8", "452.39", True)
+    assert runs_on("452.39", 11000, "11.8", "452.39", True)
+    assert runs_on("", 11000, "11.8", "452.39", True)
+    assert not runs_on("", 11070, "11.8", "520.06", False)
+
+
+def test_compat_table_knows_minor_version_compatibility() -> None:
+    compat = compat_facts()
+    assert compat.oldest_driver_for("10.1") == "418.96"
+    assert compat.oldest_driver_for("11.8") == "452.39"
+    assert compat.oldest_driver_for("12.9") == "528.33"
+    assert compat.minor_compatible_from("10.2") == ""
+
+
+@pytest.mark.parametrize("version, cuda, problem", [
+    ("451.48", 11000, True),    # CUDA 11.0's driver, below 452.39
+    ("456.38", 11010, False),   # CUDA 11.1's: runs TF 2.5 (CUDA 11.2) by minor-version compat.
+])
+def test_a_framework_against_the_driver_by_its_version(version: str, cuda: int,
+                                                       problem: bool) -> None:
+    compat = compat_facts()
+    tf = InstalledFramework("tensorflow", "2.5.0", "/site")
+    frameworks = [FrameworkReport(tf, compat.framework_entry(tf.distribution, tf.version))]
+    driver = DriverFacts(True, NVCUDA, "", cuda, version, "nvidia-smi", "", ())
+    report = judge_machine([DECOY], [], driver, frameworks, compat, 64)
+    found = [f for f in report.findings if f.level == PROBLEM and "built for" in f.message]
+    assert bool(found) == problem
+    if found:
+        assert found[0].hint == "update the NVIDIA driver to >= 452.39"

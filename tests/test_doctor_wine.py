@@ -1,7 +1,8 @@
 """`bundler doctor`, `bundler inspect` and the bootstrap's driver check, for real:
 the Windows CPython under Wine runs bundler and the bundled apps, with stand-in
 DLLs built by mingw. Wine has no nvcuda.dll, which plays a machine without the
-NVIDIA driver; a stand-in nvcuda.dll reporting CUDA 10.0 plays an old driver.
+NVIDIA driver; stand-in nvcuda.dlls with NVIDIA's version numbering play drivers
+411.31 (CUDA 10.0), 451.48 (11.0), 516.01 (11.7) and 531.14 (12.1).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from bundler.pack import pack
 from bundler.spec import load_spec
 from tests.packing import SEED, make_workspace
 from tests.winenv import to_windows_path
-from tests.winenv.build import build_nvcuda
+from tests.winenv.build import build_dll, build_nvcuda, nvcuda_spec
 
 SUBLIBS = ("cudnn_ops_infer64_8.dll", "cudnn_ops_train64_8.dll", "cudnn_cnn_infer64_8.dll",
            "cudnn_cnn_train64_8.dll", "cudnn_adv_infer64_8.dll", "cudnn_adv_train64_8.dll")
@@ -178,9 +179,10 @@ def test_doctor_on_a_bundle(win_python, bundles, old_driver: Path,
     problems = [m for level, m in findings if level == "problem"]
     decoy, driver = to_windows_path(decoy_cudnn_dir), to_windows_path(old_driver)
     assert problems == [
-        f"the NVIDIA driver {driver}\\nvcuda.dll supports CUDA 10.0 (cuDriverGetVersion "
-        "10000), but this app's CUDA 10.1 runtime needs an NVIDIA driver >= 418.96: update "
-        "the NVIDIA driver (the app warns at start-up and runs without the GPU)",
+        f"the NVIDIA driver {driver}\\nvcuda.dll (version 411.31) supports CUDA 10.0 "
+        "(cuDriverGetVersion 10000), but this app's CUDA 10.1 runtime needs an NVIDIA "
+        "driver >= 418.96: update the NVIDIA driver (the app warns at start-up and runs "
+        "without the GPU)",
         f"a process that skips the bootstrap would load {decoy}\\cudnn64_8.dll (PATH[2], "
         "version 7.6.5.32), not the bundled cudnn64_8.dll",
         f"a process that skips the bootstrap would load {decoy}\\cudnn_ops_infer64_8.dll "
@@ -256,3 +258,66 @@ def test_doctor_says_which_bundled_dlls_would_not_load(win_python, bundles, tmp_
     assert unloadable == sorted(["cublas64_10.dll", "cublasLt64_10.dll", *SUBLIBS])
     assert not [f for f in report["findings"] if f["level"] == "ok" and
                 "would load" in f["message"]]
+
+
+RECIPES = {"cu101": "cudnn-8.0.3.33-cuda10.1-win-x64", "cu118": "cudnn-8.9.4.25-cuda11-win-x64",
+           "cu129": "cudnn-9.28.0.42-cuda12-win-x64"}
+
+# Each recipe's driver check against one driver, in one Windows process, then doctor on
+# a bundle whose manifest carries the CUDA 11.8 recipe's figures.
+CHECK_DRIVERS = """import json, sys
+from bundler.bootstrap import driver_check
+from bundler.cli import main
+print(json.dumps({name: driver_check(json.loads(versions))
+                  for name, versions in zip(sys.argv[2::2], sys.argv[3::2])}))
+main(["doctor", sys.argv[1], "--json"])
+"""
+
+
+@pytest.fixture(scope="module")
+def cuda118_bundle(bundles, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The packed app with the CUDA 11.8 recipe's driver figures in its manifest (only
+    the driver check reads them)."""
+    from bundler.recipe import find_recipe
+
+    app = tmp_path_factory.mktemp("cu118") / "app"
+    shutil.copytree(bundles["warn"], app)
+    path = app / "cudnn" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    recipe = find_recipe(RECIPES["cu118"], Path.cwd())
+    manifest["versions"].update(cuda=recipe.cuda, min_driver=recipe.min_driver,
+                                min_driver_compat=recipe.min_driver_compat)
+    path.write_text(json.dumps(manifest))
+    return app
+
+
+@pytest.mark.parametrize("driver, cuda, file_version, expect", [
+    # CUDA 11.0's own driver: cuDriverGetVersion 11000, as every CUDA 11 driver would
+    # report, but below the CUDA 11.x minimum (452.39).
+    ("451.48", 11000, (27, 21, 14, 5148), {"cu101": "", "cu118": "problem", "cu129": "problem"}),
+    ("516.01", 11070, (31, 0, 15, 1601), {"cu101": "", "cu118": "note", "cu129": "problem"}),
+    ("531.14", 12010, (31, 0, 15, 3114), {"cu101": "", "cu118": "", "cu129": "note"}),
+])
+def test_the_driver_check_uses_the_recipes_minimum(
+        win_python, cuda118_bundle: Path, tmp_path: Path, driver: str, cuda: int,
+        file_version: tuple[int, int, int, int], expect: dict[str, str]) -> None:
+    from bundler.recipe import find_recipe
+
+    folder = build_dll(nvcuda_spec(cuda, version=file_version), tmp_path).parent
+    args: list = [cuda118_bundle]
+    for key, name in RECIPES.items():
+        recipe = find_recipe(name, Path.cwd())
+        args += [key, json.dumps({"cuda": recipe.cuda, "min_driver": recipe.min_driver,
+                                  "min_driver_compat": recipe.min_driver_compat})]
+    result = win_python.run_code(CHECK_DRIVERS, args, path_dirs=[folder])
+    assert result.returncode == 0, result.stderr
+    checks_line, *doctor_lines = result.stdout.splitlines()
+    checks = json.loads(checks_line)
+    for key, kind in expect.items():
+        found = checks[key]
+        assert found["driver_version"] == driver, found
+        assert [k for k in ("problem", "note") if found[k]] == ([kind] if kind else []), found
+    doctor = json.loads("\n".join(doctor_lines))
+    [finding] = [f for f in doctor["findings"] if f["about"] == "driver"]
+    level = {"problem": "problem", "note": "note", "": "ok"}[expect["cu118"]]
+    assert finding["level"] == level, finding
