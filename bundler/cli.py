@@ -64,16 +64,10 @@ def _print_pack(result: PackResult) -> None:
 def cmd_verify(args: argparse.Namespace) -> int:
     report = verify(Path(args.appdir))
     if args.json:
-        print(json.dumps(_verify_summary(report), indent=2))
+        print(json.dumps(report.to_dict(), indent=2))
     else:
         _print_verify(report)
     return EXIT_OK if report.ok else EXIT_PROBLEMS
-
-
-def _verify_summary(report: VerifyReport) -> dict:
-    return {"app": str(report.app), "manifest": str(report.manifest), "ok": report.ok,
-            "checked": report.checked, "missing": report.missing,
-            "changed": report.changed, "unexpected": report.unexpected}
 
 
 def _print_verify(report: VerifyReport) -> None:

@@ -342,7 +342,7 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None) -> Bundl
         app=str(app), manifest=str(found.path), recipe=manifest.get("recipe", {}).get(
             "name", ""), platform=str(manifest.get("platform", "")), versions=versions,
         require_driver=bool(manifest.get("require_driver", False)),
-        verify=_verify_summary(checked),
+        verify=checked.to_dict(),
         dlls=_bundled_dlls(found.root, entries, checked, placed, manifest),
         driver=driver_check(versions) if os.name == "nt" else {})
     expected = {PurePosixPath(e["path"]).name.lower() for e in entries}
@@ -376,11 +376,6 @@ def _recipes_for(name: str) -> tuple[Recipe, ...]:
 
 def _same_file(a: str, b: Path) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
-
-
-def _verify_summary(report: VerifyReport) -> dict[str, object]:
-    return {"ok": report.ok, "checked": report.checked, "missing": report.missing,
-            "changed": report.changed, "unexpected": report.unexpected}
 
 
 def _verify_findings(report: VerifyReport) -> list[Finding]:

@@ -28,6 +28,12 @@ class VerifyReport:
     def ok(self) -> bool:
         return not (self.missing or self.changed or self.unexpected)
 
+    def to_dict(self) -> dict[str, object]:
+        """What `verify --json` prints and doctor's report of a bundle holds."""
+        return {"app": str(self.app), "manifest": str(self.manifest), "ok": self.ok,
+                "checked": self.checked, "missing": self.missing, "changed": self.changed,
+                "unexpected": self.unexpected}
+
 
 @dataclass(frozen=True)
 class FoundManifest:
