@@ -330,7 +330,7 @@ def _framework_loads(title: str, expects: FrameworkEntry,
 
 def examine_bundle(app: Path, environ: Mapping[str, str] | None = None) -> BundleReport:
     found = find_manifest(app.resolve())
-    checked = verify(app)
+    checked = verify(app, found)
     manifest = found.data
     environ = os.environ if environ is None else environ
     entries = [e for e in manifest["files"] if str(e["path"]).lower().endswith(".dll")]

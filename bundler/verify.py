@@ -65,8 +65,10 @@ def _bundler_manifest(path: Path) -> dict | None:
     return None
 
 
-def verify(app: Path) -> VerifyReport:
-    found = find_manifest(app.resolve())
+def verify(app: Path, found: FoundManifest | None = None) -> VerifyReport:
+    """Every file the manifest lists against its hash, and files it does not list.
+    `found`: the app's manifest when the caller has looked it up already."""
+    found = found or find_manifest(app.resolve())
     report = VerifyReport(app=app, manifest=found.path)
     expected = {entry["path"]: entry["sha256"] for entry in found.data["files"]}
     bootstrap = found.data.get("bootstrap", {})
