@@ -93,7 +93,8 @@ def _module_path(handle):
     return _path_buffer[:length]
 
 
-def _same_file(a, b):
+def same_file(a, b):
+    """Whether two paths name one file, as Windows compares them (case-insensitive)."""
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
@@ -130,7 +131,7 @@ def _load_one(relpath, already_loaded):
     path = os.path.join(app_folder(), *relpath.split("/"))
     name = os.path.basename(path)
     existing = already_loaded.get(name.lower())
-    if existing and not _same_file(existing, path):
+    if existing and not same_file(existing, path):
         raise BundledRuntimeError(
             f"another {name} is already loaded from {existing}; "
             f"this app needs its bundled {path}. Something loaded a framework before the "

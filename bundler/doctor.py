@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from bundler.bootstrap import cuda_text, driver_check, runs_on
+from bundler.bootstrap import cuda_text, driver_check, runs_on, same_file
 from bundler.compat import CompatFacts, FrameworkEntry, compat_facts
 from bundler.hashing import sha256_file
 from bundler.inspect import Dependency, DllFacts, dll_facts
@@ -362,7 +362,7 @@ def _bundled_dlls(root: Path, entries: list[dict], checked: VerifyReport,
         known = "" if entry["path"] in checked.changed else str(entry["sha256"])
         facts = dll_facts(path, beside, recipes, sha256=known)
         same_name = tuple(p for p in placed if p.copy.name.lower() == facts.name.lower()
-                          and not _same_file(p.copy.path, path))
+                          and not same_file(p.copy.path, path))
         dlls.append(BundledDll(facts, same_name))
     return tuple(dlls)
 
@@ -372,10 +372,6 @@ def _recipes_for(name: str) -> tuple[Recipe, ...]:
     shipped = tuple(shipped_recipes())
     own = tuple(r for r in shipped if r.name == name)
     return own or shipped
-
-
-def _same_file(a: str, b: Path) -> bool:
-    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
 def _verify_findings(report: VerifyReport) -> list[Finding]:
