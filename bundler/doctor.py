@@ -268,11 +268,9 @@ def _update_hint(cuda: str, compat: CompatFacts) -> str:
 
 def _cudart_cuda(name: str) -> str:
     """The CUDA a cudart's name pins: cudart64_101 -> 10.1, cudart64_110 -> 11.0."""
-    found = windows_facts().cuda_library.match(name.lower())
-    if not found or not name.lower().startswith("cudart"):
-        return ""
-    digits = found.group(1)
-    return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 3 else f"{digits}.0"
+    release = windows_facts().cuda_release_of(name) if name.lower().startswith("cudart") \
+        else None
+    return f"{release[0]}.{release[1]}" if release else ""
 
 
 def _framework_findings(frameworks: list[FrameworkReport], placed: list[PlacedCopy],

@@ -30,12 +30,18 @@ class WindowsFacts:
 
     def cuda_major_of(self, dll: str) -> int | None:
         """The CUDA major a CUDA library name belongs to, or None if it is not one."""
+        release = self.cuda_release_of(dll)
+        return release[0] if release else None
+
+    def cuda_release_of(self, dll: str) -> tuple[int, int] | None:
+        """(major, minor) of the CUDA a library name pins, the minor 0 where the name
+        gives only the major; None if it is not a CUDA library."""
         found = self.cuda_library.match(dll.lower())
         if not found:
             return None
         digits = found.group(1)
-        # cudart64_101 -> 10 (10.1); cublas64_11 -> 11; cudart64_12 -> 12
-        return int(digits[:2]) if len(digits) >= 3 else int(digits)
+        # cudart64_101 -> 10.1; cudart64_110 -> 11.0; cublas64_11 -> 11; cudart64_12 -> 12
+        return (int(digits[:2]), int(digits[2:])) if len(digits) >= 3 else (int(digits), 0)
 
 
 def _match(name: str, patterns: tuple[str, ...]) -> bool:

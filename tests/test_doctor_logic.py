@@ -324,3 +324,12 @@ def test_a_framework_against_the_driver_by_its_version(version: str, cuda: int,
     assert bool(found) == problem
     if found:
         assert found[0].hint == "update the NVIDIA driver to >= 452.39"
+
+
+@pytest.mark.parametrize("name, release", [
+    ("cudart64_101.dll", (10, 1)), ("cudart64_110.dll", (11, 0)), ("cudart64_12.dll", (12, 0)),
+    ("cublas64_11.dll", (11, 0)), ("kernel32.dll", None)])
+def test_the_cuda_a_library_name_pins(name: str, release: tuple[int, int] | None) -> None:
+    from bundler.windows import windows_facts
+
+    assert windows_facts().cuda_release_of(name) == release
