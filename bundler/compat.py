@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bundler.errors import BundlerError
 from bundler.tomlfile import Table, tomllib
+from bundler.wheel import normalize
 
 _NUMBERS = re.compile(r"\d+")
 
@@ -47,7 +48,7 @@ class FrameworkEntry:
     bundles_runtime: bool = False
 
     def matches(self, distribution: str, version: str) -> bool:
-        if _normalise(distribution) not in {_normalise(d) for d in self.distributions}:
+        if normalize(distribution) not in {normalize(d) for d in self.distributions}:
             return False
         local = version.split("+", 1)[1] if "+" in version else ""
         if self.local and local != self.local:
@@ -90,10 +91,6 @@ class CompatFacts:
     def framework_distributions(self) -> tuple[str, ...]:
         names = dict.fromkeys(d for f in self.frameworks for d in f.distributions)
         return tuple(names)
-
-
-def _normalise(distribution: str) -> str:
-    return re.sub(r"[-_.]+", "-", distribution).lower()
 
 
 @lru_cache(maxsize=1)

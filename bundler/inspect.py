@@ -29,6 +29,7 @@ from bundler.hashing import sha256_file
 from bundler.pe import is_pe, read_pe
 from bundler.recipe import Recipe, shipped_recipes
 from bundler.tables import format_table, human_size
+from bundler.wheel import normalize, wheel_name
 from bundler.windows import windows_facts
 
 # Which recipe source kinds a thing on disk can be.
@@ -240,12 +241,9 @@ def _source_matches(recipe: Recipe, kind: str, file_name: str, sha256: str,
 
 
 def _is_wheel_of(file_name: str, package: str, version: str) -> bool:
-    """A wheel's file name is NAME-VERSION-...whl with '-' in NAME written as '_'."""
-    parts = file_name.split("-")
-    if len(parts) < 3:
-        return False
-    same_name = parts[0].lower().replace("_", "-") == package.lower().replace("_", "-")
-    return same_name and (not version or parts[1] == version)
+    name = wheel_name(file_name)
+    return (name is not None and normalize(name.distribution) == normalize(package)
+            and (not version or name.version == version))
 
 
 def render(report: InspectReport) -> list[str]:

@@ -52,14 +52,22 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def parse_wheel_name(path: Path, spec: SourceSpec) -> WheelName:
-    found = _NAME.match(path.name)
+def wheel_name(file_name: str) -> WheelName | None:
+    """What a wheel's file name says, or None if it is not named like a wheel."""
+    found = _NAME.match(file_name)
     if not found:
+        return None
+    return WheelName(distribution=found["dist"], version=found["version"],
+                     platforms=tuple(found["platform"].split(".")))
+
+
+def parse_wheel_name(path: Path, spec: SourceSpec) -> WheelName:
+    name = wheel_name(path.name)
+    if name is None:
         raise SourceError(f"{path}: source '{spec.id}' is not named like a wheel "
                           "(NAME-VERSION-PYTHON-ABI-PLATFORM.whl)",
                           f"give the wheel file as pip downloads it: {_command(spec)}")
-    return WheelName(distribution=found["dist"], version=found["version"],
-                     platforms=tuple(found["platform"].split(".")))
+    return name
 
 
 def check_name(path: Path, name: WheelName, spec: SourceSpec) -> None:

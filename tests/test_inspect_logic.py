@@ -99,3 +99,10 @@ files = ["cudnn:bin/cudnn64_8.dll"]
     assert match.by == ("package", "contents")
     other = "nvidia_cudnn_cu11-8.9.5.29-py3-none-win_amd64.whl"
     assert match_recipes("wheel", other, "", set().__contains__, recipes) == []
+    # Names compare as the wheel spec says (wheel.normalize); a name that is not a
+    # wheel's (NAME-VERSION-PYTHON-ABI-PLATFORM.whl) is not matched by package.
+    dotted = "Nvidia.Cudnn_cu11-8.9.4.25-py3-none-win_amd64.whl"
+    [match] = match_recipes("wheel", dotted, "", set().__contains__, recipes)
+    assert match.by == ("package",)
+    assert match_recipes("wheel", "nvidia_cudnn_cu11-8.9.4.25.whl", "", set().__contains__,
+                         recipes) == []
