@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bundler.archive import ZipArchive
+from bundler.archive import Member, ZipArchive
 from bundler.errors import BundlerError, CheckError
 from bundler.hashing import sha256_file
 from bundler.pe import is_pe, read_pe
@@ -65,12 +65,6 @@ class DllFacts:
 
 
 @dataclass(frozen=True)
-class Member:
-    name: str
-    size: int
-
-
-@dataclass(frozen=True)
 class RecipeMatch:
     recipe: str
     source: str
@@ -84,7 +78,7 @@ class InspectReport:
     kind: str      # "dll", "folder", "archive" or "wheel"
     size: int
     sha256: str    # of the archive or wheel; "" otherwise
-    members: tuple[Member, ...]
+    members: tuple[Member, ...]   # of an archive or wheel, by name
     dlls: tuple[DllFacts, ...]
     matches: tuple[RecipeMatch, ...]
 
@@ -186,7 +180,7 @@ def _inspect_archive(path: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
     sha256 = sha256_file(path)
     with ZipArchive(path) as archive:
         names = sorted(archive.members)
-        members = tuple(Member(n, archive.members[n].size) for n in names)
+        members = tuple(archive.members[n] for n in names)
         dll_members = [n for n in names if n.lower().endswith(".dll")]
         beside = {PurePosixPath(n).name.lower() for n in dll_members}
         dlls = tuple(_member_facts(archive, m, beside, recipes) for m in dll_members)
