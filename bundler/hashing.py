@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from bundler.progress import byte_progress
 
@@ -18,6 +20,22 @@ def sha256_file(path: Path, description: str = "") -> str:
             digest.update(chunk)
             bar.update(len(chunk))
     return digest.hexdigest()
+
+
+def write_hashed(chunks: Iterable[bytes], out: BinaryIO,
+                 advance: Callable[[int], object] | None = None) -> tuple[int, str]:
+    """Write `chunks` to `out`, hashing them on the way: (bytes written, sha256).
+    Copying out of an archive this way reads each byte once. `advance` is told each
+    chunk's size (a progress bar)."""
+    digest = hashlib.sha256()
+    size = 0
+    for chunk in chunks:
+        digest.update(chunk)
+        out.write(chunk)
+        size += len(chunk)
+        if advance is not None:
+            advance(len(chunk))
+    return size, digest.hexdigest()
 
 
 class PiggybackDigest:

@@ -16,7 +16,6 @@ An archive or wheel also lists its members and which shipped recipe source it is
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from bundler.archive import Member, ZipArchive
 from bundler.errors import BundlerError, CheckError
-from bundler.hashing import sha256_file
+from bundler.hashing import sha256_file, write_hashed
 from bundler.pe import is_pe, read_pe
 from bundler.recipe import Recipe, shipped_recipes
 from bundler.tables import format_table, human_size
@@ -195,12 +194,9 @@ def _member_facts(archive: ZipArchive, member: str, beside: set[str],
     """Unpack one member to a temporary file (CRC checked, hashed on the way), read it."""
     with tempfile.TemporaryDirectory(prefix="bundler-inspect-") as folder:
         target = Path(folder) / PurePosixPath(member).name
-        digest = hashlib.sha256()
         with open(target, "wb") as out:
-            for chunk in archive.read_chunks(member):
-                digest.update(chunk)
-                out.write(chunk)
-        return dll_facts(target, beside, recipes, sha256=digest.hexdigest(), member=member,
+            _, sha256 = write_hashed(archive.read_chunks(member), out)
+        return dll_facts(target, beside, recipes, sha256=sha256, member=member,
                          shown_path=str(archive.path))
 
 

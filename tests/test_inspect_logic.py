@@ -106,3 +106,15 @@ files = ["cudnn:bin/cudnn64_8.dll"]
     assert match.by == ("package",)
     assert match_recipes("wheel", "nvidia_cudnn_cu11-8.9.4.25.whl", "", set().__contains__,
                          recipes) == []
+
+
+def test_write_hashed_copies_hashes_and_reports_progress(tmp_path: Path) -> None:
+    import hashlib
+
+    from bundler.hashing import write_hashed
+
+    seen: list[int] = []
+    with open(tmp_path / "out", "wb") as out:
+        size, sha256 = write_hashed(iter([b"ab", b"", b"cde"]), out, seen.append)
+    assert (size, sha256) == (5, hashlib.sha256(b"abcde").hexdigest())
+    assert (tmp_path / "out").read_bytes() == b"abcde" and sum(seen) == 5
