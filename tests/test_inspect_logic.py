@@ -118,3 +118,19 @@ def test_write_hashed_copies_hashes_and_reports_progress(tmp_path: Path) -> None
         size, sha256 = write_hashed(iter([b"ab", b"", b"cde"]), out, seen.append)
     assert (size, sha256) == (5, hashlib.sha256(b"abcde").hexdigest())
     assert (tmp_path / "out").read_bytes() == b"abcde" and sum(seen) == 5
+
+
+def test_an_archive_is_hashed_from_its_member_reads(tmp_path: Path) -> None:
+    """Members written out of name order; the DLLs are read in file order, the rest
+    of the file is hashed once, and the report lists DLLs by name."""
+    import hashlib
+    import zipfile
+
+    path = tmp_path / "runtime.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in ("z/b.dll", "notes.txt", "a.dll", "lib/c.lib"):
+            archive.writestr(name, name.encode() * 5000)
+    report = inspect_path(path, recipes=())
+    assert report.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert [d.member for d in report.dlls] == ["a.dll", "z/b.dll"]
+    assert all(d.error for d in report.dlls)   # not PE files: named as such, not fatal
