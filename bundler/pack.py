@@ -16,7 +16,7 @@ from bundler.build_pyinstaller import build_pyinstaller_app
 from bundler.emit import MANIFEST_NAME, Manifest, build_manifest
 from bundler.lock import Lock, check_lock, write_lock
 from bundler.output import refuse_unsafe_target, staged_output
-from bundler.recipe import Recipe, find_recipe
+from bundler.recipe import Recipe, RuntimeFile, find_recipe
 from bundler.resolve import resolve
 from bundler.sources import Source, close_all, open_sources
 from bundler.spec import Spec
@@ -48,7 +48,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     refuse_unsafe_target(target, _protected(spec), (marker, f"*/{marker}"))
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
-    sources = open_sources(recipe, {f.source for f in files}, given, spec.folder,
+    sources = open_sources(recipe, _members_by_source(files), given, spec.folder,
                            os.environ if environ is None else environ, offline=offline)
     try:
         with staged_output(target) as staging:
@@ -68,6 +68,13 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
         close_all(sources)
     write_lock(spec.lock_path, lock)
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path)
+
+
+def _members_by_source(files: list[RuntimeFile]) -> dict[str, set[str]]:
+    members: dict[str, set[str]] = {}
+    for runtime_file in files:
+        members.setdefault(runtime_file.source, set()).add(runtime_file.member)
+    return members
 
 
 def _protected(spec: Spec) -> list[Path]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from bundler import wheel
@@ -21,16 +21,28 @@ from bundler.recipe import Recipe, SourceSpec
 
 
 class Source:
-    """One opened input. Subclasses implement finding, checking and reading members."""
+    """One opened input. Subclasses implement finding, checking and reading members.
 
-    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
+    `takes`: the members the pack will take from it. Opening checks they are all there,
+    with what the recipe lists as the source's contents (a recipe need not list them).
+    """
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
         self.spec = spec
         self.location = location
         self.origin = origin  # where the location came from: the spec, --source, an env var
+        self.takes = frozenset(takes)
 
     @property
     def id(self) -> str:
         return self.spec.id
+
+    @property
+    def expected(self) -> list[str]:
+        """Every member the input must hold: its listed contents and what the pack takes."""
+        listed = set(self.spec.contents)
+        return [*self.spec.contents, *sorted(m for m in self.takes if m not in listed)]
 
     def read_chunks(self, member: str) -> Iterator[bytes]:
         raise NotImplementedError
@@ -68,11 +80,12 @@ class Source:
 class ArchiveSource(Source):
     """A zip such as NVIDIA's cuDNN download: members under a root folder."""
 
-    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
-        super().__init__(spec, location, origin)
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
+        super().__init__(spec, location, origin, takes)
         self._archive = ZipArchive(location)
         self._prefix = f"{spec.root.strip('/')}/" if spec.root else ""
-        missing = [m for m in spec.contents if self._prefix + m not in self._archive.members]
+        missing = [m for m in self.expected if self._prefix + m not in self._archive.members]
         if missing:
             self.close()
             raise self._missing(missing, "this is not the archive the recipe expects, or it "
@@ -117,14 +130,15 @@ class WheelSource(ArchiveSource):
     knowledge lives in wheel.py; this class fits it to the Source interface.
     """
 
-    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
         name = wheel.parse_wheel_name(location, spec)
         wheel.check_name(location, name, spec)
-        super().__init__(spec, location, origin)
+        super().__init__(spec, location, origin, takes)
         try:
             self._facts = wheel.read_facts(self._archive, name, spec)
             wheel.check_recorded(location, self._facts,
-                                 [self._prefix + m for m in spec.contents], spec)
+                                 [self._prefix + m for m in self.expected], spec)
         except BaseException:
             self.close()
             raise
@@ -141,12 +155,13 @@ class WheelSource(ArchiveSource):
 class FolderSource(Source):
     """A folder on disk, such as an installed CUDA toolkit."""
 
-    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
-        super().__init__(spec, location, origin)
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
+        super().__init__(spec, location, origin, takes)
         if not location.is_dir():
             raise SourceError(f"{location}: source '{spec.id}' ({origin}) is not a folder",
                               f"point [sources] {spec.id} at the folder")
-        missing = [m for m in spec.contents if not (location / m).is_file()]
+        missing = [m for m in self.expected if not (location / m).is_file()]
         if missing:
             raise self._missing(missing, _folder_hint(spec))
 
@@ -221,11 +236,13 @@ def _refuse_fetching(recipe: Recipe, needed: set[str], given: Mapping[str, tuple
         raise offline_error(to_fetch, root)
 
 
-def open_sources(recipe: Recipe, needed: set[str], given: Mapping[str, tuple[str, str]],
-                 base: Path, environ: Mapping[str, str], offline: bool = False
-                 ) -> dict[str, Source]:
-    """Open each source the selected files need. `given` maps id -> (path, origin).
-    `offline` refuses to fetch a pinned wheel that is neither given nor cached."""
+def open_sources(recipe: Recipe, takes: Mapping[str, Collection[str]],
+                 given: Mapping[str, tuple[str, str]], base: Path, environ: Mapping[str, str],
+                 offline: bool = False) -> dict[str, Source]:
+    """Open each source the selected files need; `takes` maps id -> the members taken
+    from it. `given` maps id -> (path, origin). `offline` refuses to fetch a pinned
+    wheel that is neither given nor cached."""
+    needed = set(takes)
     unknown = sorted(set(given) - set(recipe.sources))
     if unknown:
         raise SourceError(f"source(s) {', '.join(unknown)} are not in recipe {recipe.name}",
@@ -240,7 +257,7 @@ def open_sources(recipe: Recipe, needed: set[str], given: Mapping[str, tuple[str
                 raise SourceError(f"source kind '{spec.kind}' of '{sid}' is not supported yet",
                                   "use a recipe whose sources are archives or folders")
             location, origin = locate(spec, given, base, environ)
-            opened[sid] = SOURCE_CLASSES[spec.kind](spec, location, origin)
+            opened[sid] = SOURCE_CLASSES[spec.kind](spec, location, origin, takes[sid])
     except BaseException:
         close_all(opened)
         raise
