@@ -55,8 +55,6 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             app_root, bootstrap = BUILDERS[spec.builder](spec, staging, target)
             staged = stage_files(files, sources, app_root / spec.runtime_dir,
                                  spec.runtime_dir)
-            for source in sources.values():
-                source.check_rest({f.member for f in files if f.source == source.id})
             origins = {sid: str(s.location) for sid, s in sources.items()}
             resolved = resolve(recipe, components, staged, origins)
             manifest = build_manifest(recipe, [c.name for c in components], spec.runtime_dir,

@@ -44,15 +44,15 @@ class Source:
         listed = set(self.spec.contents)
         return [*self.spec.contents, *sorted(m for m in self.takes if m not in listed)]
 
-    def read_chunks(self, member: str) -> Iterator[bytes]:
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        """Yield each member the pack takes with its bytes, in the input's own order, and
+        check whatever else the input holds on the way (an archive's other members'
+        CRCs): one pass that reads the input front to back, each byte once. Read each
+        member's bytes to the end before asking for the next."""
         raise NotImplementedError
 
     def size(self, member: str) -> int:
         raise NotImplementedError
-
-    def position(self, member: str) -> int:
-        """Where the member lies in the input: reading in this order reads it front to back."""
-        return 0
 
     def confirm(self, member: str, sha256: str) -> None:
         """Check a member's bytes, as staged, against what the input itself records.
@@ -60,9 +60,6 @@ class Source:
         The stage hashes each member as it writes it and passes the digest here, so a
         source that records hashes (a wheel's RECORD) checks them without hashing twice.
         """
-
-    def check_rest(self, taken: set[str]) -> None:
-        """Check what the pack will not read (e.g. other members' CRCs)."""
 
     def identity(self, member_hashes: Mapping[str, str]) -> str:
         """A sha256 that changes whenever this input changes, for the lock."""
@@ -93,20 +90,21 @@ class ArchiveSource(Source):
         # The file's own sha256 (lock, recipe pin) comes from the member reads: one pass.
         self._digest = PiggybackDigest(location)
 
-    def read_chunks(self, member: str) -> Iterator[bytes]:
-        return self._archive.read_chunks(self._prefix + member, self._digest.see)
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        # Every member, in file order, feeds the archive's own sha256 as it is read.
+        members = self._archive.members
+        for name in sorted(members, key=lambda n: members[n].header_offset):
+            member = name[len(self._prefix):] if name.startswith(self._prefix) else ""
+            if member in self.takes:
+                chunks = self._archive.read_chunks(name, self._digest.see)
+                yield member, chunks
+                for _ in chunks:  # whatever the caller left unread is still CRC-checked
+                    pass
+            else:
+                self._archive.check_member(name, self._digest.see)
 
     def size(self, member: str) -> int:
         return self._archive.members[self._prefix + member].size
-
-    def position(self, member: str) -> int:
-        return self._archive.members[self._prefix + member].header_offset
-
-    def check_rest(self, taken: set[str]) -> None:
-        members = self._archive.members
-        for name in sorted(members, key=lambda n: members[n].header_offset):
-            if name[len(self._prefix):] not in taken:
-                self._archive.check_member(name, self._digest.see)
 
     def identity(self, member_hashes: Mapping[str, str]) -> str:
         sha256 = self._digest.hexdigest()
@@ -165,7 +163,11 @@ class FolderSource(Source):
         if missing:
             raise self._missing(missing, _folder_hint(spec))
 
-    def read_chunks(self, member: str) -> Iterator[bytes]:
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        for member in sorted(self.takes):
+            yield member, self._read(member)
+
+    def _read(self, member: str) -> Iterator[bytes]:
         with open(self.location / member, "rb") as handle:
             while chunk := handle.read(CHUNK):
                 yield chunk
