@@ -212,8 +212,18 @@ def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
     if source not in sources:
         raise RecipeError(f"{top.path}: '{component}' takes {member} from unknown source "
                           f"'{source}'", f"define [sources.{source}]")
+    if target and not _is_bare_file_name(target):
+        # The name is joined to the runtime folder: a path would write outside it.
+        raise RecipeError(f"{top.path}: '{component}' ships {member} as {target!r}, which "
+                          "is not a bare file name", 'give as = a file name without folders, '
+                          'e.g. as = "NVIDIA_cuDNN_LICENSE.txt"')
     return RuntimeFile(name=target or PurePosixPath(member).name, source=source,
                        member=member, component=component)
+
+
+def _is_bare_file_name(name: str) -> bool:
+    """No folder part on either platform: no separators, no drive (or stream) colon."""
+    return not any(c in name for c in "/\\:") and name not in (".", "..")
 
 
 def _with_facts(runtime_file: RuntimeFile, facts: Table | None) -> RuntimeFile:
