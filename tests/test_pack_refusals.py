@@ -3,6 +3,7 @@ previous bundle (and lock) stay byte-for-byte as they were."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import zipfile
 from collections.abc import Callable
@@ -164,3 +165,35 @@ def test_changed_input_is_refused_by_the_lock_until_updated(
         toolkit)["bin/cudart64_101.dll"]
     # and the updated lock now accepts the new input as it is
     assert run_cli(capsys, "pack", good.spec, "--source", f"cuda={toolkit}")[0] == 0
+
+
+def failing_replace(monkeypatch: pytest.MonkeyPatch, fails_on: Callable[[Path, Path], bool]
+                    ) -> None:
+    """Make bundler's os.replace fail like Windows does for a folder whose DLLs are in use."""
+    real = os.replace
+
+    def replace(source: os.PathLike, destination: os.PathLike) -> None:
+        if fails_on(Path(source), Path(destination)):
+            raise PermissionError(13, "The process cannot access the file", str(source))
+        real(source, destination)
+
+    monkeypatch.setattr("bundler.output.os.replace", replace)
+
+
+@pytest.mark.parametrize("fails_on", [
+    lambda src, dst: dst.name.startswith(".app.old-") or src.name == "app",  # bundle in use
+    lambda src, dst: dst.name == "app.spec.lock",                            # lock not writable
+], ids=["bundle-in-use", "lock-unwritable"])
+def test_a_failed_swap_keeps_the_previous_bundle_and_lock(
+        good: Workspace, standin_runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], fails_on: Callable[[Path, Path], bool]) -> None:
+    toolkit = make_toolkit(standin_runtime.dir, tmp_path / "v10.1")
+    shutil.copy(build_dll(cudart_spec(version=(6, 14, 11, 10098)), tmp_path / "new"),
+                toolkit / "bin" / "cudart64_101.dll")
+    before = snapshot(good.root)
+    failing_replace(monkeypatch, fails_on)
+    code, _, err = run_cli(capsys, "pack", good.spec, "--source", f"cuda={toolkit}",
+                           "--update-lock")
+    assert code == 2, err
+    assert err.startswith("bundler: error: ") and "Traceback" not in err
+    assert snapshot(good.root) == before  # no leftovers, old bundle and lock in place
