@@ -3,6 +3,7 @@ previous bundle (and lock) stay byte-for-byte as they were."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import zipfile
@@ -197,3 +198,30 @@ def test_a_failed_swap_keeps_the_previous_bundle_and_lock(
     assert code == 2, err
     assert err.startswith("bundler: error: ") and "Traceback" not in err
     assert snapshot(good.root) == before  # no leftovers, old bundle and lock in place
+
+
+@pytest.mark.parametrize("damage", [
+    lambda m: m["files"][0].pop("sha256"),
+    lambda m: m.update(bootstrap="x"),
+    lambda m: m.update(files="x"),
+], ids=["entry-without-sha256", "bootstrap-not-a-table", "files-not-a-list"])
+def test_verify_names_a_damaged_manifest(good: Workspace, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str], damage) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(good.dist, copy)
+    manifest_path = copy / "cudnn" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    damage(manifest)
+    manifest_path.write_text(json.dumps(manifest))
+    for command in ("verify", "doctor"):
+        code, _, err = run_cli(capsys, command, copy)
+        assert code == 2, err
+        assert "manifest is damaged" in err and "Traceback" not in err
+
+
+def test_an_output_path_that_is_a_file_is_one_line(good: Workspace, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("x")
+    code, _, err = run_cli(capsys, "pack", good.spec, "--out", tmp_path / "afile")
+    assert code == 2
+    assert err.startswith(f"bundler: error: {tmp_path / 'afile'}") and "Traceback" not in err
