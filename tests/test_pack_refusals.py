@@ -78,6 +78,11 @@ def cuda11_build(ctx: dict, tmp: Path) -> tuple[str, str]:
     return "cudnn", str(rezip(ctx["cuda11"].dir, tmp / "cu11.zip", lambda m: None))
 
 
+def damaged_dll(ctx: dict, tmp: Path) -> tuple[str, str]:
+    return "cudnn", str(rezip(ctx["runtime"].dir, tmp / "damaged.zip", lambda m: m.update(
+        {"cuda/bin/cudnn_ops_train64_8.dll": b"MZ" + bytes(500)})))
+
+
 def other_release(ctx: dict, tmp: Path) -> tuple[str, str]:
     dlls = build_runtime(tmp / "dlls", cudnn_version=(8, 0, 5, 39))
     return "cudnn", str(rezip(dlls.dir, tmp / "805.zip", lambda m: None))
@@ -106,6 +111,7 @@ CASES = [
     (corrupted_deflate64, "cudnn64_8.dll is corrupt"),
     (thirty_two_bit, "cudnn64_8.dll is a I386 DLL, not AMD64 (32-bit)"),
     (cuda11_build, "imports cublas64_11.dll, a CUDA 11 library"),
+    (damaged_dll, "cudnn_ops_train64_8.dll is not a valid Windows DLL"),
     (other_release, "cudnn64_8.dll has version 8.0.5.39, the recipe expects 8.0.3.33"),
     (zip_slip, "escapes the archive's folder"),
     (dll_missing, "lacks 1 expected file(s): bin/cudnn_cnn_infer64_8.dll"),
