@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bundler.errors import RefusedError
+from bundler.errors import BundlerError, RefusedError
+from bundler.verify import find_manifest
 
 
-def refuse_unsafe_target(target: Path, protected: list[Path], markers: tuple[str, ...]) -> None:
+def refuse_unsafe_target(target: Path, protected: list[Path]) -> None:
     """Refuse a target that holds the user's own files: we would replace it whole.
-    A bundle made by bundler has a file matching one of `markers` (globs)."""
+    Only an earlier bundle (one `bundler verify` recognises) may be replaced."""
     target = target.resolve()
     for folder in protected:
         folder = folder.resolve()
@@ -25,10 +26,9 @@ def refuse_unsafe_target(target: Path, protected: list[Path], markers: tuple[str
             raise RefusedError(f"{target}: the output folder would replace {folder}",
                                "choose another --out (default: dist/<app name> beside the "
                                "spec)")
-    if target.exists() and any(target.iterdir()) and not any(
-            path.is_file() for marker in markers for path in target.glob(marker)):
+    if target.exists() and any(target.iterdir()) and not _is_bundle(target):
         raise RefusedError(f"{target}: exists and is not a bundle made by bundler "
-                           f"(no {markers[0]}); refusing to replace it",
+                           "(no manifest.json in its runtime folder); refusing to replace it",
                            "choose another --out, or remove the folder yourself")
 
 
@@ -50,6 +50,14 @@ class Staging:
         shutil.rmtree(self.folder, ignore_errors=True)
         for temporary, _ in self._pending:
             temporary.unlink(missing_ok=True)
+
+
+def _is_bundle(folder: Path) -> bool:
+    try:
+        find_manifest(folder)
+    except BundlerError:
+        return False
+    return True
 
 
 @contextmanager

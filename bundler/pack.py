@@ -43,9 +43,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     components = recipe.select(spec.components)
     files = recipe.files_for(components)
     target = (out or spec.default_out()).resolve()
-    # A frozen app keeps its runtime one level down, in PyInstaller's contents folder.
-    marker = f"{spec.runtime_dir}/{MANIFEST_NAME}"
-    refuse_unsafe_target(target, _protected(spec), (marker, f"*/{marker}"))
+    refuse_unsafe_target(target, _protected(spec))
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     sources = open_sources(recipe, {f.source for f in files}, given, spec.folder,

@@ -231,3 +231,15 @@ def test_an_output_path_that_is_a_file_is_one_line(good: Workspace, tmp_path: Pa
     code, _, err = run_cli(capsys, "pack", good.spec, "--out", tmp_path / "afile")
     assert code == 2
     assert err.startswith(f"bundler: error: {tmp_path / 'afile'}") and "Traceback" not in err
+
+
+def test_a_bundle_with_another_runtime_dir_is_still_ours_to_replace(
+        good: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "ws"
+    shutil.copytree(good.root, copy)
+    spec = copy / "app.spec"
+    spec.write_text(spec.read_text().replace("[runtime]", '[runtime]\ndir = "rt"'))
+    code, _, err = run_cli(capsys, "pack", spec, "--update-lock")
+    assert code == 0, err
+    assert (copy / "dist" / "app" / "rt" / "manifest.json").is_file()
+    assert not (copy / "dist" / "app" / "cudnn").exists()
