@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,25 @@ def test_load_order_follows_imports_and_component_requirements() -> None:
     assert max(position["cudnn64_8.dll"], position["cublas64_10.dll"]) < position[
         "cudnn_ops_infer64_8.dll"] < position["cudnn_cnn_infer64_8.dll"]
     assert load_order(recipe, components, dict(reversed(infos.items()))) == order
+
+
+@pytest.mark.parametrize("source, encoding", [
+    ('"""Doc."""\r\nimport os\r\nprint(os.sep)\r\n', "utf-8-sig"),       # Notepad: BOM + CRLF
+    ('"""Doc\x0cwith a form feed\u2028and a separator."""\nprint(1)\n', "utf-8"),
+    ('# -*- coding: latin-1 -*-\n"""Caf\xe9."""\nprint(1)\n', "latin-1"),
+], ids=["bom-crlf", "form-feed-in-docstring", "latin-1-cookie"])
+def test_injection_respects_how_python_reads_the_file(tmp_path: Path, source: str,
+                                                      encoding: str) -> None:
+    entry = tmp_path / "main.py"
+    entry.write_bytes(source.encode(encoding))
+    inject_entry(entry)
+    raw = entry.read_bytes()
+    if encoding == "utf-8-sig":
+        assert raw.startswith(b"\xef\xbb\xbf") and b"\r\n" in raw and b"\n" not in raw.replace(
+            b"\r\n", b"")
+    text = raw.decode(encoding)
+    tree = ast.parse(text)
+    first_statement_after_docstring = tree.body[1]
+    assert isinstance(first_statement_after_docstring, ast.Import)
+    assert first_statement_after_docstring.names[0].name == "importlib.util"
+    assert ast.get_docstring(tree) == ast.get_docstring(ast.parse(source))
