@@ -214,9 +214,9 @@ def _app_spec(spec: Spec, work: Path) -> Path:
 def _wrapper_text(params: dict[str, str]) -> str:
     text = resources.files("bundler").joinpath("pyinstaller_wrapper.py").read_text(
         encoding="utf-8")
-    default = "PARAMS = {}  # set by bundler pack"
+    default = "PARAMS: dict = {}  # set by bundler pack"
     assert default in text, "pyinstaller_wrapper.py lost its PARAMS line"
-    return text.replace(default, f"PARAMS = {params!r}", 1)
+    return text.replace(default, f"PARAMS: dict = {params!r}", 1)
 
 
 def _run_pyinstaller(spec: Spec, plan: BuildPlan, dist: Path, environ: dict[str, str],

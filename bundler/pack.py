@@ -14,7 +14,7 @@ from pathlib import Path
 from bundler.build_folder import build_folder_app
 from bundler.build_pyinstaller import build_pyinstaller_app
 from bundler.emit import MANIFEST_NAME, Manifest, build_manifest
-from bundler.lock import Lock, check_lock, write_lock
+from bundler.lock import Lock, check_lock
 from bundler.output import refuse_unsafe_target, staged_output
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
 from bundler.resolve import resolve
@@ -43,16 +43,14 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     components = recipe.select(spec.components)
     files = recipe.files_for(components)
     target = (out or spec.default_out()).resolve()
-    # A frozen app keeps its runtime one level down, in PyInstaller's contents folder.
-    marker = f"{spec.runtime_dir}/{MANIFEST_NAME}"
-    refuse_unsafe_target(target, _protected(spec), (marker, f"*/{marker}"))
+    refuse_unsafe_target(target, _protected(spec))
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     sources = open_sources(recipe, _members_by_source(files), given, spec.folder,
                            os.environ if environ is None else environ, offline=offline)
     try:
         with staged_output(target) as staging:
-            app_root, bootstrap = BUILDERS[spec.builder](spec, staging, target)
+            app_root, bootstrap = BUILDERS[spec.builder](spec, staging.folder, target)
             staged = stage_files(files, sources, app_root / spec.runtime_dir,
                                  spec.runtime_dir)
             origins = {sid: str(s.location) for sid, s in sources.items()}
@@ -62,9 +60,9 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             (app_root / spec.runtime_dir / MANIFEST_NAME).write_bytes(manifest.to_bytes())
             lock = _lock(recipe, sources, staged)
             check_lock(spec.lock_path, lock, update_lock)
+            staging.replace_with_bundle(spec.lock_path, lock.to_bytes())
     finally:
         close_all(sources)
-    write_lock(spec.lock_path, lock)
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path)
 
 
