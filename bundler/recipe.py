@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError
-from bundler.tomlfile import Table, load_toml
+from bundler.tomlfile import Table, load_toml_bytes
 
 SOURCE_KINDS = ("archive", "toolkit", "folder", "wheel")
 LICENCE_COMPONENT = "licence"
@@ -140,7 +140,7 @@ def find_recipe(name_or_path: str, relative_to: Path) -> Recipe:
 
 
 def load_recipe_file(path: Path) -> Recipe:
-    data = load_toml(path, RecipeError, "recipe")
+    data, raw = load_toml_bytes(path, RecipeError, "recipe")
     top = Table(data, path, "", RecipeError)
     name = top.take("name", str)
     platform = top.take("platform", str)
@@ -166,7 +166,7 @@ def load_recipe_file(path: Path) -> Recipe:
                     cuda=cuda, min_driver=min_driver, sources=sources,
                     components=components, files=files, licences=licences,
                     never_bundle=never_bundle, path=path,
-                    sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                    sha256=hashlib.sha256(raw).hexdigest(),
                     driver_note=driver_note, min_driver_compat=min_driver_compat)
     _check_consistency(recipe, redistributable)
     return recipe
