@@ -19,8 +19,8 @@ from typing import BinaryIO, Protocol
 import inflate64
 
 from bundler.errors import SourceError
+from bundler.hashing import CHUNK
 
-CHUNK = 1 << 20
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _LOCAL_MAGIC = b"PK\x03\x04"
 STORED, DEFLATED, DEFLATE64 = 0, 8, 9

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bundler.progress import byte_progress
 
+# The size of every streaming read in bundler: hashing, zip members, folder files.
 CHUNK = 1 << 20
 
 
