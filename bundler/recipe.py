@@ -7,7 +7,6 @@ elsewhere reads these facts; it never hard-codes a runtime.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -15,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError
 from bundler.tomlfile import Table, load_toml_bytes
+from bundler.windows import name_matches
 
 SOURCE_KINDS = ("archive", "toolkit", "folder", "wheel")
 LICENCE_COMPONENT = "licence"
@@ -105,12 +105,7 @@ class Recipe:
         return files + [lic for lic in self.licences if lic.source in used_sources]
 
     def is_never_bundled(self, dll_name: str) -> bool:
-        return _matches(dll_name, self.never_bundle)
-
-
-def _matches(name: str, patterns: tuple[str, ...]) -> bool:
-    lowered = name.lower()
-    return any(fnmatch.fnmatchcase(lowered, p.lower()) for p in patterns)
+        return name_matches(dll_name, self.never_bundle)
 
 
 def shipped_recipe_dir() -> Path:
@@ -267,7 +262,7 @@ def _check_consistency(recipe: Recipe, redistributable: tuple[str, ...]) -> None
                 raise RecipeError(f"{where}: component '{component.name}' requires unknown "
                                   f"component '{required}'", "fix the requires list")
     for runtime_file in recipe.files.values():
-        if not _matches(runtime_file.name, redistributable):
+        if not name_matches(runtime_file.name, redistributable):
             raise RecipeError(f"{where}: {runtime_file.name} is not redistributable "
                               f"(allowed: {', '.join(redistributable)})",
                               "headers and import libraries never go into an app")
