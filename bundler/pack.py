@@ -23,8 +23,10 @@ from bundler.spec import Spec
 from bundler.stage import StagedFile, stage_files
 
 # A builder makes the app in the staging folder and says where the bootstrap's
-# folder is (the runtime goes inside it) and the bootstrap's manifest entry.
-Builder = Callable[[Spec, Path, Path], tuple[Path, dict[str, str]]]
+# folder is (the runtime goes inside it) and the bootstrap's manifest entry. It gets
+# the spec, the recipe, the staging folder and the final output folder (each builder
+# uses what it needs: the recipe's platform and file names, or the output to skip).
+Builder = Callable[[Spec, Recipe, Path, Path], tuple[Path, dict[str, str]]]
 BUILDERS: dict[str, Builder] = {"folder": build_folder_app,
                                 "pyinstaller": build_pyinstaller_app}
 
@@ -48,9 +50,10 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     sources = open_sources(recipe, _members_by_source(files), given, spec.folder,
                            os.environ if environ is None else environ, offline=offline)
+    build = BUILDERS[spec.builder]
     try:
         with staged_output(target) as staging:
-            app_root, bootstrap = BUILDERS[spec.builder](spec, staging.folder, target)
+            app_root, bootstrap = build(spec, recipe, staging.folder, target)
             staged = stage_files(files, sources, app_root / spec.runtime_dir,
                                  spec.runtime_dir)
             origins = {sid: str(s.location) for sid, s in sources.items()}
