@@ -19,6 +19,7 @@ from bundler.output import refuse_unsafe_target, staged_output
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
 from bundler.resolve import resolve
 from bundler.sources import Source, close_all, open_sources
+from bundler.spec import BUILDERS as BUILDER_NAMES
 from bundler.spec import Spec
 from bundler.stage import StagedFile, stage_files
 
@@ -29,6 +30,11 @@ from bundler.stage import StagedFile, stage_files
 Builder = Callable[[Spec, Recipe, Path, Path], tuple[Path, dict[str, str]]]
 BUILDERS: dict[str, Builder] = {"folder": build_folder_app,
                                 "pyinstaller": build_pyinstaller_app}
+# spec.BUILDERS is the list of names a spec may choose (spec cannot import the builders:
+# they import spec). This table must implement exactly those; checked on every import.
+if set(BUILDERS) != set(BUILDER_NAMES):
+    raise RuntimeError(f"bundler.pack implements builders {sorted(BUILDERS)}, but "
+                       f"bundler.spec offers {sorted(BUILDER_NAMES)}")
 
 
 @dataclass(frozen=True)

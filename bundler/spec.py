@@ -9,6 +9,8 @@ from pathlib import Path, PurePosixPath
 from bundler.errors import SpecError
 from bundler.tomlfile import Table, load_toml
 
+# The builders a spec may name; bundler.pack maps each to its function (and checks it
+# maps exactly these). Names only: the builders import this module.
 BUILDERS = ("folder", "pyinstaller")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Names Windows cannot give a folder, whatever the extension.
