@@ -254,10 +254,7 @@ def open_sources(recipe: Recipe, takes: Mapping[str, Collection[str]],
     opened: dict[str, Source] = {}
     try:
         for sid in sorted(needed):
-            spec = recipe.sources[sid]
-            if spec.kind not in SOURCE_CLASSES:
-                raise SourceError(f"source kind '{spec.kind}' of '{sid}' is not supported yet",
-                                  "use a recipe whose sources are archives or folders")
+            spec = recipe.sources[sid]  # its kind is one of SOURCE_CLASSES: the recipe checked
             location, origin = locate(spec, given, base, environ)
             opened[sid] = SOURCE_CLASSES[spec.kind](spec, location, origin, takes[sid])
     except BaseException:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import SourceError
-from bundler.recipe import SourceSpec
-from bundler.sources import ArchiveSource, FolderSource
+from bundler.recipe import SOURCE_KINDS, SourceSpec
+from bundler.sources import SOURCE_CLASSES, ArchiveSource, FolderSource
 from tests.packing import run_cli
 
 # A recipe whose source lists no contents: only its component says what it takes.
@@ -76,3 +76,8 @@ def test_listed_contents_and_taken_members_are_both_checked(
                                           r"bin/taken.dll"):
         source_class(SourceSpec(id="lib", kind="folder", contents=("bin/listed.dll",)),
                      location, "test", takes={"bin/taken.dll", "bin/listed.dll"})
+
+
+def test_every_kind_a_recipe_accepts_has_a_source_class() -> None:
+    # open_sources relies on it: the recipe loader refuses any other kind.
+    assert set(SOURCE_CLASSES) == set(SOURCE_KINDS)
