@@ -217,7 +217,10 @@ def _wrapper_text(params: dict[str, str]) -> str:
     text = resources.files("bundler").joinpath("pyinstaller_wrapper.py").read_text(
         encoding="utf-8")
     default = "PARAMS: dict = {}  # set by bundler pack"
-    assert default in text, "pyinstaller_wrapper.py lost its PARAMS line"
+    if default not in text:  # a real check: asserts vanish under python -O
+        raise BuildError(f"bundler's pyinstaller_wrapper.py has no line {default!r} to "
+                         "fill in", "this bundler installation is damaged or modified: "
+                         "reinstall it")
     return text.replace(default, f"PARAMS: dict = {params!r}", 1)
 
 

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bundler.errors import SpecError
+from bundler.errors import BuildError, SpecError
 from bundler.recipe import Recipe
 from bundler.resolve import ResolvedRuntime
 
@@ -38,7 +38,9 @@ def bootstrap_text(runtime_dir: str) -> str:
     """The bootstrap's source with the app's runtime folder filled in."""
     text = resources.files("bundler").joinpath("bootstrap.py").read_text(encoding="utf-8")
     default = 'RUNTIME_DIR = "cudnn"'
-    assert default in text, "bootstrap.py lost its RUNTIME_DIR line"
+    if default not in text:  # a real check: asserts vanish under python -O
+        raise BuildError(f"bundler's bootstrap.py has no line {default!r} to fill in",
+                         "this bundler installation is damaged or modified: reinstall it")
     return text.replace(default, f"RUNTIME_DIR = {json.dumps(runtime_dir)}", 1)
 
 
