@@ -19,8 +19,8 @@ from typing import BinaryIO, Protocol
 import inflate64
 
 from bundler.errors import SourceError
+from bundler.hashing import CHUNK
 
-CHUNK = 1 << 20
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _LOCAL_MAGIC = b"PK\x03\x04"
 STORED, DEFLATED, DEFLATE64 = 0, 8, 9
@@ -81,15 +81,21 @@ class ZipArchive:
             raise SourceError(f"{path}: cannot open: {exc.strerror}",
                               "check the path in [sources] or --source") from None
         try:
+            self.members = self._read_directory()
+        except BaseException:
+            self._file.close()  # a refused archive must not stay open (Windows locks it)
+            raise
+
+    def _read_directory(self) -> dict[str, Member]:
+        try:
             with zipfile.ZipFile(self._file) as directory:
                 infos = directory.infolist()
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            self._file.close()
-            raise SourceError(f"{path}: not a complete zip archive ({exc})",
+            raise SourceError(f"{self.path}: not a complete zip archive ({exc})",
                               "the download is probably truncated: download it again"
                               ) from None
-        self.members = {info.filename: _member(path, info) for info in infos
-                        if not info.is_dir()}
+        return {info.filename: _member(self.path, info) for info in infos
+                if not info.is_dir()}
 
     def __enter__(self) -> ZipArchive:
         return self

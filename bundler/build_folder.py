@@ -7,14 +7,17 @@ from pathlib import Path
 
 from bundler.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
 from bundler.errors import SpecError
+from bundler.recipe import Recipe
 from bundler.spec import Spec
 
 # Never copied from the user's app folder into the bundle.
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
 
 
-def build_folder_app(spec: Spec, staging: Path, target: Path) -> tuple[Path, dict[str, str]]:
-    """Copy the app into `staging`; return the bootstrap's folder and its manifest entry."""
+def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
+                     ) -> tuple[Path, dict[str, str]]:
+    """Copy the app into `staging`; return the bootstrap's folder and its manifest entry.
+    (The app is copied as it is, so the recipe is not needed.)"""
     app = spec.app_path
     assert app is not None  # load_spec requires it for this builder
     if not app.is_dir():

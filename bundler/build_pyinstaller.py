@@ -30,7 +30,7 @@ from pathlib import Path
 from bundler.emit import write_bootstrap
 from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.progress import line_progress
-from bundler.recipe import find_recipe
+from bundler.recipe import Recipe
 from bundler.spec import Spec
 from bundler.windows import windows_facts
 
@@ -82,9 +82,11 @@ class FrozenLayout:
     contents_directory: str   # "_internal" (PyInstaller 6 default) or "." (flat)
 
 
-def build_pyinstaller_app(spec: Spec, staging: Path, target: Path) -> tuple[Path, dict[str, str]]:
-    """Build the app into `staging`; return sys._MEIPASS's folder and the bootstrap entry."""
-    recipe = find_recipe(spec.recipe, spec.folder)
+def build_pyinstaller_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
+                          ) -> tuple[Path, dict[str, str]]:
+    """Build the app into `staging`; return sys._MEIPASS's folder and the bootstrap entry.
+    (`target`, the final output folder, is not needed: PyInstaller writes only below
+    `staging` and the build folder.)"""
     here = sysconfig.get_platform()  # "win-amd64", the naming recipes use
     if here != recipe.platform:
         raise RefusedError(f"{spec.path}: PyInstaller builds for the Python running it "
@@ -214,9 +216,12 @@ def _app_spec(spec: Spec, work: Path) -> Path:
 def _wrapper_text(params: dict[str, str]) -> str:
     text = resources.files("bundler").joinpath("pyinstaller_wrapper.py").read_text(
         encoding="utf-8")
-    default = "PARAMS = {}  # set by bundler pack"
-    assert default in text, "pyinstaller_wrapper.py lost its PARAMS line"
-    return text.replace(default, f"PARAMS = {params!r}", 1)
+    default = "PARAMS: dict = {}  # set by bundler pack"
+    if default not in text:  # a real check: asserts vanish under python -O
+        raise BuildError(f"bundler's pyinstaller_wrapper.py has no line {default!r} to "
+                         "fill in", "this bundler installation is damaged or modified: "
+                         "reinstall it")
+    return text.replace(default, f"PARAMS: dict = {params!r}", 1)
 
 
 def _run_pyinstaller(spec: Spec, plan: BuildPlan, dist: Path, environ: dict[str, str],

@@ -184,18 +184,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _report(exc: BundlerError, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    print(f"bundler: error: {exc.message}", file=sys.stderr)
+    if exc.hint:
+        print(f"hint: {exc.hint}", file=sys.stderr)
+    return exc.exit_code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.run(args)
     except BundlerError as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"bundler: error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
+        return _report(exc, args.debug)
+    except OSError as exc:
+        # A file the user named cannot be read or written (a folder where a file
+        # should be, permissions, a full disk): still one line, not a traceback.
+        where = exc.filename or "bundler"
+        return _report(BundlerError(f"{where}: {exc.strerror or exc}",
+                                    "check the path and its permissions"), args.debug)
     except KeyboardInterrupt:
         print("bundler: interrupted; nothing was changed", file=sys.stderr)
         return 130

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import json
+import tokenize
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bundler.errors import SpecError
+from bundler.errors import BuildError, SpecError
 from bundler.recipe import Recipe
 from bundler.resolve import ResolvedRuntime
 
@@ -36,7 +38,9 @@ def bootstrap_text(runtime_dir: str) -> str:
     """The bootstrap's source with the app's runtime folder filled in."""
     text = resources.files("bundler").joinpath("bootstrap.py").read_text(encoding="utf-8")
     default = 'RUNTIME_DIR = "cudnn"'
-    assert default in text, "bootstrap.py lost its RUNTIME_DIR line"
+    if default not in text:  # a real check: asserts vanish under python -O
+        raise BuildError(f"bundler's bootstrap.py has no line {default!r} to fill in",
+                         "this bundler installation is damaged or modified: reinstall it")
     return text.replace(default, f"RUNTIME_DIR = {json.dumps(runtime_dir)}", 1)
 
 
@@ -50,21 +54,28 @@ def inject_entry(entry: Path) -> None:
     """Add the bootstrap lines to the entry script, after its docstring and
     `from __future__` imports (which must stay first), before anything else."""
     try:
-        source = entry.read_text(encoding="utf-8")
+        raw = entry.read_bytes()
+        # As Python reads it: a UTF-8 byte-order mark (Notepad) or a coding cookie.
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        source = raw.decode(encoding)
         tree = ast.parse(source, filename=str(entry))
     except FileNotFoundError:
         raise SpecError(f"{entry}: app.entry does not exist in the app folder",
                         "set app.entry to the script inside app.path") from None
-    except (SyntaxError, UnicodeDecodeError) as exc:
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         raise SpecError(f"{entry}: the entry script cannot be parsed ({exc})",
                         "fix the script, or omit app.entry for a native app") from None
     if INJECT_MARKER in source:
         return
-    lines = source.splitlines(keepends=True)
+    # Split where Python counts lines (str.splitlines would also split at form feeds
+    # and other separators that ast does not count), keeping each line's ending.
+    lines = io.StringIO(source, newline="").readlines()
+    newline = "\r\n" if "\r\n" in source else "\n"
     at = _insertion_line(tree)
-    if at and not lines[at - 1].endswith("\n"):
-        lines[at - 1] += "\n"
-    entry.write_text("".join(lines[:at]) + _INJECTED + "".join(lines[at:]), encoding="utf-8")
+    if at and not lines[at - 1].endswith(("\n", "\r")):
+        lines[at - 1] += newline
+    injected = _INJECTED.replace("\n", newline)
+    entry.write_bytes(("".join(lines[:at]) + injected + "".join(lines[at:])).encode(encoding))
 
 
 def _insertion_line(tree: ast.Module) -> int:

@@ -9,6 +9,7 @@ from typing import BinaryIO
 
 from bundler.progress import byte_progress
 
+# The size of every streaming read in bundler: hashing, zip members, folder files.
 CHUNK = 1 << 20
 
 

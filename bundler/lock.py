@@ -6,7 +6,6 @@ A later pack whose inputs differ fails with what changed, unless --update-lock.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,9 +30,12 @@ def read_lock(path: Path) -> Lock | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
+        lock = Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
                     format=data.get("format", LOCK_FORMAT))
-    except (ValueError, KeyError, TypeError) as exc:
+        if not all(isinstance(part, dict) for part in (lock.recipe, lock.sources, lock.files)):
+            raise TypeError("recipe, sources and files must be tables")
+        return lock
+    except (ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
         raise LockError(f"{path}: not a valid lock file ({exc})",
                         "delete it and pack again, or pass --update-lock") from None
 
@@ -59,8 +61,10 @@ def _dict_changes(what: str, old: dict, new: dict) -> list[str]:
 
 def check_lock(path: Path, new: Lock, update: bool) -> None:
     """Refuse inputs that differ from the lock, unless the user asked to update it."""
+    if update:
+        return  # also mends a lock that is damaged beyond reading
     old = read_lock(path)
-    if old is None or update:
+    if old is None:
         return
     changes = differences(old, new)
     if changes:
@@ -68,9 +72,3 @@ def check_lock(path: Path, new: Lock, update: bool) -> None:
                                           if len(changes) > 6 else "")
         raise LockError(f"{path}: the inputs differ from the lock: {shown}",
                         "if the change is intended, pack again with --update-lock")
-
-
-def write_lock(path: Path, lock: Lock) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(lock.to_bytes())
-    os.replace(temporary, path)

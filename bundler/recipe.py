@@ -7,14 +7,14 @@ elsewhere reads these facts; it never hard-codes a runtime.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError
-from bundler.tomlfile import Table, load_toml
+from bundler.tomlfile import Table, load_toml_bytes
+from bundler.windows import name_matches
 
 SOURCE_KINDS = ("archive", "toolkit", "folder", "wheel")
 LICENCE_COMPONENT = "licence"
@@ -105,12 +105,7 @@ class Recipe:
         return files + [lic for lic in self.licences if lic.source in used_sources]
 
     def is_never_bundled(self, dll_name: str) -> bool:
-        return _matches(dll_name, self.never_bundle)
-
-
-def _matches(name: str, patterns: tuple[str, ...]) -> bool:
-    lowered = name.lower()
-    return any(fnmatch.fnmatchcase(lowered, p.lower()) for p in patterns)
+        return name_matches(dll_name, self.never_bundle)
 
 
 def shipped_recipe_dir() -> Path:
@@ -140,7 +135,7 @@ def find_recipe(name_or_path: str, relative_to: Path) -> Recipe:
 
 
 def load_recipe_file(path: Path) -> Recipe:
-    data = load_toml(path, RecipeError, "recipe")
+    data, raw = load_toml_bytes(path, RecipeError, "recipe")
     top = Table(data, path, "", RecipeError)
     name = top.take("name", str)
     platform = top.take("platform", str)
@@ -166,7 +161,7 @@ def load_recipe_file(path: Path) -> Recipe:
                     cuda=cuda, min_driver=min_driver, sources=sources,
                     components=components, files=files, licences=licences,
                     never_bundle=never_bundle, path=path,
-                    sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                    sha256=hashlib.sha256(raw).hexdigest(),
                     driver_note=driver_note, min_driver_compat=min_driver_compat)
     _check_consistency(recipe, redistributable)
     return recipe
@@ -212,8 +207,18 @@ def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
     if source not in sources:
         raise RecipeError(f"{top.path}: '{component}' takes {member} from unknown source "
                           f"'{source}'", f"define [sources.{source}]")
+    if target and not _is_bare_file_name(target):
+        # The name is joined to the runtime folder: a path would write outside it.
+        raise RecipeError(f"{top.path}: '{component}' ships {member} as {target!r}, which "
+                          "is not a bare file name", 'give as = a file name without folders, '
+                          'e.g. as = "NVIDIA_cuDNN_LICENSE.txt"')
     return RuntimeFile(name=target or PurePosixPath(member).name, source=source,
                        member=member, component=component)
+
+
+def _is_bare_file_name(name: str) -> bool:
+    """No folder part on either platform: no separators, no drive (or stream) colon."""
+    return not any(c in name for c in "/\\:") and name not in (".", "..")
 
 
 def _with_facts(runtime_file: RuntimeFile, facts: Table | None) -> RuntimeFile:
@@ -257,7 +262,7 @@ def _check_consistency(recipe: Recipe, redistributable: tuple[str, ...]) -> None
                 raise RecipeError(f"{where}: component '{component.name}' requires unknown "
                                   f"component '{required}'", "fix the requires list")
     for runtime_file in recipe.files.values():
-        if not _matches(runtime_file.name, redistributable):
+        if not name_matches(runtime_file.name, redistributable):
             raise RecipeError(f"{where}: {runtime_file.name} is not redistributable "
                               f"(allowed: {', '.join(redistributable)})",
                               "headers and import libraries never go into an app")

@@ -41,7 +41,7 @@ class ResolvedRuntime:
 def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile],
             origins: Mapping[str, str]) -> ResolvedRuntime:
     """`origins` maps a source id to where it was read from, for the error message."""
-    infos = {s.file.name: read_pe(s.path) for s in staged if is_pe(s.path)}
+    infos = _pe_infos(staged)
     found = _check_all(recipe, staged, infos, windows_facts())
     if found:
         where = ", ".join(sorted({origins[item.file.source] for item, _ in found}))
@@ -79,6 +79,17 @@ HINTS = {
 }
 
 
+def _pe_infos(staged: list[StagedFile]) -> dict[str, PEInfo]:
+    infos = {}
+    for item in staged:
+        try:
+            if is_pe(item.path):
+                infos[item.file.name] = read_pe(item.path)
+        except CheckError:
+            pass  # reported by _check_all under the source's name, not the staging path
+    return infos
+
+
 def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo],
                facts: WindowsFacts) -> list[tuple[StagedFile, Problem]]:
     bundled = {name.lower() for name in infos}
@@ -86,7 +97,7 @@ def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo
     for item in staged:
         name = item.file.name
         if name.lower().endswith(".dll") and name not in infos:
-            found.append((item, Problem("not_pe", f"{name} is not a Windows DLL")))
+            found.append((item, Problem("not_pe", f"{name} is not a valid Windows DLL")))
         elif name in infos:
             found += [(item, problem) for problem in _check_one(
                 recipe, name, item.file.version, infos[name], bundled, facts)]

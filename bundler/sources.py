@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from bundler import wheel
@@ -21,26 +21,38 @@ from bundler.recipe import Recipe, SourceSpec
 
 
 class Source:
-    """One opened input. Subclasses implement finding, checking and reading members."""
+    """One opened input. Subclasses implement finding, checking and reading members.
 
-    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
+    `takes`: the members the pack will take from it. Opening checks they are all there,
+    with what the recipe lists as the source's contents (a recipe need not list them).
+    """
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
         self.spec = spec
         self.location = location
         self.origin = origin  # where the location came from: the spec, --source, an env var
+        self.takes = frozenset(takes)
 
     @property
     def id(self) -> str:
         return self.spec.id
 
-    def read_chunks(self, member: str) -> Iterator[bytes]:
+    @property
+    def expected(self) -> list[str]:
+        """Every member the input must hold: its listed contents and what the pack takes."""
+        listed = set(self.spec.contents)
+        return [*self.spec.contents, *sorted(m for m in self.takes if m not in listed)]
+
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        """Yield each member the pack takes with its bytes, in the input's own order, and
+        check whatever else the input holds on the way (an archive's other members'
+        CRCs): one pass that reads the input front to back, each byte once. Read each
+        member's bytes to the end before asking for the next."""
         raise NotImplementedError
 
     def size(self, member: str) -> int:
         raise NotImplementedError
-
-    def position(self, member: str) -> int:
-        """Where the member lies in the input: reading in this order reads it front to back."""
-        return 0
 
     def confirm(self, member: str, sha256: str) -> None:
         """Check a member's bytes, as staged, against what the input itself records.
@@ -48,9 +60,6 @@ class Source:
         The stage hashes each member as it writes it and passes the digest here, so a
         source that records hashes (a wheel's RECORD) checks them without hashing twice.
         """
-
-    def check_rest(self, taken: set[str]) -> None:
-        """Check what the pack will not read (e.g. other members' CRCs)."""
 
     def identity(self, member_hashes: Mapping[str, str]) -> str:
         """A sha256 that changes whenever this input changes, for the lock."""
@@ -68,11 +77,12 @@ class Source:
 class ArchiveSource(Source):
     """A zip such as NVIDIA's cuDNN download: members under a root folder."""
 
-    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
-        super().__init__(spec, location, origin)
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
+        super().__init__(spec, location, origin, takes)
         self._archive = ZipArchive(location)
         self._prefix = f"{spec.root.strip('/')}/" if spec.root else ""
-        missing = [m for m in spec.contents if self._prefix + m not in self._archive.members]
+        missing = [m for m in self.expected if self._prefix + m not in self._archive.members]
         if missing:
             self.close()
             raise self._missing(missing, "this is not the archive the recipe expects, or it "
@@ -80,20 +90,21 @@ class ArchiveSource(Source):
         # The file's own sha256 (lock, recipe pin) comes from the member reads: one pass.
         self._digest = PiggybackDigest(location)
 
-    def read_chunks(self, member: str) -> Iterator[bytes]:
-        return self._archive.read_chunks(self._prefix + member, self._digest.see)
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        # Every member, in file order, feeds the archive's own sha256 as it is read.
+        members = self._archive.members
+        for name in sorted(members, key=lambda n: members[n].header_offset):
+            member = name[len(self._prefix):] if name.startswith(self._prefix) else ""
+            if member in self.takes:
+                chunks = self._archive.read_chunks(name, self._digest.see)
+                yield member, chunks
+                for _ in chunks:  # whatever the caller left unread is still CRC-checked
+                    pass
+            else:
+                self._archive.check_member(name, self._digest.see)
 
     def size(self, member: str) -> int:
         return self._archive.members[self._prefix + member].size
-
-    def position(self, member: str) -> int:
-        return self._archive.members[self._prefix + member].header_offset
-
-    def check_rest(self, taken: set[str]) -> None:
-        members = self._archive.members
-        for name in sorted(members, key=lambda n: members[n].header_offset):
-            if name[len(self._prefix):] not in taken:
-                self._archive.check_member(name, self._digest.see)
 
     def identity(self, member_hashes: Mapping[str, str]) -> str:
         sha256 = self._digest.hexdigest()
@@ -117,14 +128,15 @@ class WheelSource(ArchiveSource):
     knowledge lives in wheel.py; this class fits it to the Source interface.
     """
 
-    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
         name = wheel.parse_wheel_name(location, spec)
         wheel.check_name(location, name, spec)
-        super().__init__(spec, location, origin)
+        super().__init__(spec, location, origin, takes)
         try:
             self._facts = wheel.read_facts(self._archive, name, spec)
             wheel.check_recorded(location, self._facts,
-                                 [self._prefix + m for m in spec.contents], spec)
+                                 [self._prefix + m for m in self.expected], spec)
         except BaseException:
             self.close()
             raise
@@ -141,16 +153,21 @@ class WheelSource(ArchiveSource):
 class FolderSource(Source):
     """A folder on disk, such as an installed CUDA toolkit."""
 
-    def __init__(self, spec: SourceSpec, location: Path, origin: str) -> None:
-        super().__init__(spec, location, origin)
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
+        super().__init__(spec, location, origin, takes)
         if not location.is_dir():
             raise SourceError(f"{location}: source '{spec.id}' ({origin}) is not a folder",
                               f"point [sources] {spec.id} at the folder")
-        missing = [m for m in spec.contents if not (location / m).is_file()]
+        missing = [m for m in self.expected if not (location / m).is_file()]
         if missing:
             raise self._missing(missing, _folder_hint(spec))
 
-    def read_chunks(self, member: str) -> Iterator[bytes]:
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        for member in sorted(self.takes):
+            yield member, self._read(member)
+
+    def _read(self, member: str) -> Iterator[bytes]:
         with open(self.location / member, "rb") as handle:
             while chunk := handle.read(CHUNK):
                 yield chunk
@@ -221,11 +238,13 @@ def _refuse_fetching(recipe: Recipe, needed: set[str], given: Mapping[str, tuple
         raise offline_error(to_fetch, root)
 
 
-def open_sources(recipe: Recipe, needed: set[str], given: Mapping[str, tuple[str, str]],
-                 base: Path, environ: Mapping[str, str], offline: bool = False
-                 ) -> dict[str, Source]:
-    """Open each source the selected files need. `given` maps id -> (path, origin).
-    `offline` refuses to fetch a pinned wheel that is neither given nor cached."""
+def open_sources(recipe: Recipe, takes: Mapping[str, Collection[str]],
+                 given: Mapping[str, tuple[str, str]], base: Path, environ: Mapping[str, str],
+                 offline: bool = False) -> dict[str, Source]:
+    """Open each source the selected files need; `takes` maps id -> the members taken
+    from it. `given` maps id -> (path, origin). `offline` refuses to fetch a pinned
+    wheel that is neither given nor cached."""
+    needed = set(takes)
     unknown = sorted(set(given) - set(recipe.sources))
     if unknown:
         raise SourceError(f"source(s) {', '.join(unknown)} are not in recipe {recipe.name}",
@@ -235,12 +254,9 @@ def open_sources(recipe: Recipe, needed: set[str], given: Mapping[str, tuple[str
     opened: dict[str, Source] = {}
     try:
         for sid in sorted(needed):
-            spec = recipe.sources[sid]
-            if spec.kind not in SOURCE_CLASSES:
-                raise SourceError(f"source kind '{spec.kind}' of '{sid}' is not supported yet",
-                                  "use a recipe whose sources are archives or folders")
+            spec = recipe.sources[sid]  # its kind is one of SOURCE_CLASSES: the recipe checked
             location, origin = locate(spec, given, base, environ)
-            opened[sid] = SOURCE_CLASSES[spec.kind](spec, location, origin)
+            opened[sid] = SOURCE_CLASSES[spec.kind](spec, location, origin, takes[sid])
     except BaseException:
         close_all(opened)
         raise

@@ -9,8 +9,13 @@ from pathlib import Path, PurePosixPath
 from bundler.errors import SpecError
 from bundler.tomlfile import Table, load_toml
 
+# The builders a spec may name; bundler.pack maps each to its function (and checks it
+# maps exactly these). Names only: the builders import this module.
 BUILDERS = ("folder", "pyinstaller")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Names Windows cannot give a folder, whatever the extension.
+_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
+                     *(f"LPT{i}" for i in range(1, 10))}
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ def load_spec(path: Path) -> Spec:
         name=_app_name(app),
         builder=_builder(app),
         app_path=_inside(app, "path", path.parent),
-        entry=app.take("entry", str, ""),
+        entry=_entry(app),
         script=_inside(app, "script", path.parent),
         pyinstaller_spec=_inside(app, "pyinstaller_spec", path.parent),
         onefile=app.take("onefile", bool, False),
@@ -71,7 +76,8 @@ def load_spec(path: Path) -> Spec:
 
 def _app_name(app: Table) -> str:
     name = app.take("name", str)
-    if not _SAFE_NAME.match(name):
+    if not _SAFE_NAME.match(name) or name.endswith(".") or (
+            name.split(".")[0].upper() in _WINDOWS_RESERVED):
         raise SpecError(f"{app.path}: app.name {name!r} cannot be a folder name",
                         "use letters, digits, '.', '_' and '-' only")
     return name
@@ -101,6 +107,12 @@ def _inside(table: Table, key: str, base: Path) -> Path | None:
     return base / _relative_inside(table, key, value)
 
 
+def _entry(app: Table) -> str:
+    """The entry script inside the app folder, with forward slashes ("" for none)."""
+    value = app.take("entry", str, "")
+    return _relative_inside(app, "entry", value).as_posix() if value else ""
+
+
 def _runtime_dir(runtime: Table) -> str:
     value = runtime.take("dir", str, "cudnn")
     posix = _relative_inside(runtime, "dir", value)
@@ -116,8 +128,6 @@ def _check_builder_keys(spec: Spec) -> None:
         if spec.app_path is None:
             raise SpecError(f"{where}: app.path is required with builder = \"folder\"",
                             'add path = "app" (the folder to ship, relative to the spec)')
-        if spec.entry:
-            _relative_inside(Table({}, where, "app", SpecError), "entry", spec.entry)
         if spec.script or spec.pyinstaller_spec:
             raise SpecError(f"{where}: app.script/pyinstaller_spec need builder = "
                             '"pyinstaller"', 'set builder = "pyinstaller" or remove them')

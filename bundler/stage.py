@@ -1,14 +1,17 @@
 """Stage: stream each runtime file from its source into the staging folder.
 
-Each byte is read once, hashed and written in the same pass; no file is held in
-memory whole. The digest is handed back to the source, which checks it against any
-hash the input records itself (a wheel's RECORD) without hashing a second time.
+Each source is swept once, front to back: the members the pack takes are read,
+hashed and written in the same pass, and the source checks everything else it
+holds (other members' CRCs) on the way, so each byte is read once; no file is held
+in memory whole. The digest is handed back to the source, which checks it against
+any hash the input records itself (a wheel's RECORD) without hashing a second time.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import shutil
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,36 +32,53 @@ class StagedFile:
 
 def stage_files(files: list[RuntimeFile], sources: Mapping[str, Source],
                 runtime_dir: Path, runtime_relpath: str) -> list[StagedFile]:
+    """Stage `files`; each source must have been opened to take exactly their members."""
     runtime_dir.mkdir(parents=True, exist_ok=True)
     total = sum(sources[f.source].size(f.member) for f in files)
     staged: dict[str, StagedFile] = {}
-    # In each input's own order, so an archive is read front to back, once.
-    reading_order = sorted(files, key=lambda f: (f.source, sources[f.source].position(f.member)))
     with byte_progress(total, "staging runtime") as bar:
-        for runtime_file in reading_order:
-            source = sources[runtime_file.source]
-            target = runtime_dir / runtime_file.name
-            size, sha256 = _copy(source, runtime_file.member, target, bar.update)
-            source.confirm(runtime_file.member, sha256)
-            staged[runtime_file.name] = StagedFile(
-                file=runtime_file, path=target, relpath=f"{runtime_relpath}/{runtime_file.name}",
-                size=size, sha256=sha256)
+        for sid in sorted({f.source for f in files}):
+            wanted: dict[str, list[RuntimeFile]] = {}
+            for runtime_file in files:
+                if runtime_file.source == sid:
+                    wanted.setdefault(runtime_file.member, []).append(runtime_file)
+            for item in _stage_source(sources[sid], wanted, runtime_dir, runtime_relpath,
+                                      bar.update):
+                staged[item.file.name] = item
     return [staged[f.name] for f in files]
 
 
-def _copy(source: Source, member: str, target: Path, advance) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
+def _stage_source(source: Source, wanted: Mapping[str, list[RuntimeFile]], runtime_dir: Path,
+           runtime_relpath: str, advance: Callable[[int], object]) -> Iterator[StagedFile]:
+    member = ""
     try:
-        with open(target, "xb") as out:
-            for chunk in source.read_chunks(member):
-                digest.update(chunk)
-                out.write(chunk)
-                size += len(chunk)
-                advance(len(chunk))
+        for member, chunks in source.sweep():
+            first, *others = wanted[member]
+            size, sha256 = _copy(chunks, runtime_dir / first.name, advance)
+            source.confirm(member, sha256)
+            for other in others:  # one member shipped under a second name: read it once
+                shutil.copyfile(runtime_dir / first.name, runtime_dir / other.name)
+            for runtime_file in (first, *others):
+                yield StagedFile(file=runtime_file, path=runtime_dir / runtime_file.name,
+                                 relpath=f"{runtime_relpath}/{runtime_file.name}",
+                                 size=size, sha256=sha256)
+            member = ""
     except OSError as exc:
-        raise SourceError(f"{source.location}: cannot copy {member} of source "
-                          f"'{source.id}' into the bundle: {exc.strerror or exc}",
+        what = f"{member} of source" if member else "source"
+        raise SourceError(f"{source.location}: cannot copy {what} '{source.id}' into the "
+                          f"bundle: {exc.strerror or exc}",
                           "check the source is readable (an antivirus may hold it) and the "
                           "output folder has free space") from None
+
+
+def _copy(chunks: Iterator[bytes], target: Path, advance: Callable[[int], object]
+          ) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(target, "xb") as out:
+        for chunk in chunks:
+            digest.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+            advance(len(chunk))
     return size, digest.hexdigest()

@@ -25,9 +25,15 @@ _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", list: 
 
 def load_toml(path: Path, error: type[BundlerError], what: str) -> dict[str, Any]:
     """Parse `path`; any failure is raised as `error` naming the file."""
+    return load_toml_bytes(path, error, what)[0]
+
+
+def load_toml_bytes(path: Path, error: type[BundlerError], what: str
+                    ) -> tuple[dict[str, Any], bytes]:
+    """Parse `path` and return its bytes too, from one read (for callers that hash it)."""
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
+        raw = path.read_bytes()
+        return tomllib.loads(raw.decode("utf-8")), raw
     except FileNotFoundError:
         raise error(f"{path}: no such {what} file",
                     f"check the path; a {what} is a TOML file") from None

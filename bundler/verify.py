@@ -61,8 +61,22 @@ def _bundler_manifest(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     if isinstance(data, dict) and {"load_order", "files", "runtime_dir"} <= set(data):
+        _check_shape(path, data)
         return data
     return None
+
+
+def _check_shape(path: Path, data: dict) -> None:
+    """A manifest someone edited by hand must fail as bad input, not as a traceback."""
+    entries_ok = isinstance(data["files"], list) and all(
+        isinstance(e, dict) and isinstance(e.get("path"), str)
+        and isinstance(e.get("sha256"), str) for e in data["files"])
+    bootstrap = data.get("bootstrap", {})
+    if not (entries_ok and isinstance(data["runtime_dir"], str)
+            and isinstance(bootstrap, dict) and isinstance(data["load_order"], list)):
+        raise BundlerError(f"{path}: the manifest is damaged (a file entry without path/"
+                           "sha256, or a malformed bootstrap entry)",
+                           "re-run `bundler pack` to rebuild the bundle")
 
 
 def verify(app: Path, found: FoundManifest | None = None) -> VerifyReport:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -21,12 +22,12 @@ class WindowsFacts:
     dll_search_order: tuple[str, ...] = ()
 
     def is_system(self, dll: str) -> bool:
-        return (_match(dll, self.system) or _match(dll, self.vc_runtime)
+        return (name_matches(dll, self.system) or name_matches(dll, self.vc_runtime)
                 or self.is_api_set(dll))
 
     def is_api_set(self, dll: str) -> bool:
         """An API set name: resolved by the loader, never a file on disk."""
-        return _match(dll, self.api_sets)
+        return name_matches(dll, self.api_sets)
 
     def cuda_major_of(self, dll: str) -> int | None:
         """The CUDA major a CUDA library name belongs to, or None if it is not one."""
@@ -44,9 +45,10 @@ class WindowsFacts:
         return (int(digits[:2]), int(digits[2:])) if len(digits) >= 3 else (int(digits), 0)
 
 
-def _match(name: str, patterns: tuple[str, ...]) -> bool:
+def name_matches(name: str, patterns: Iterable[str]) -> bool:
+    """Whether a file name matches any glob pattern, ignoring case as Windows does."""
     lowered = name.lower()
-    return any(fnmatch.fnmatchcase(lowered, p) for p in patterns)
+    return any(fnmatch.fnmatchcase(lowered, p.lower()) for p in patterns)
 
 
 @lru_cache(maxsize=1)

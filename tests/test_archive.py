@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import zipfile
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -67,3 +68,46 @@ def test_damaged_compressed_stream_is_named(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with ZipArchive(path) as archive, pytest.raises(SourceError, match="corrupt"):
         archive.check_member("cuda/a.bin")
+
+
+def _escaping(path: Path) -> None:
+    make_zip(path, {"../evil.dll": b"evil"}, zipfile.ZIP_STORED)
+
+
+def _encrypted(path: Path) -> None:
+    make_zip(path, {"cuda/a.dll": b"data"}, zipfile.ZIP_STORED)
+    data = bytearray(path.read_bytes())  # zipfile cannot write the flag: set it after
+    data[data.index(b"PK\x01\x02") + 8] |= 0x1
+    path.write_bytes(bytes(data))
+
+
+def _bzip2(path: Path) -> None:
+    make_zip(path, {"cuda/a.dll": b"data"}, zipfile.ZIP_BZIP2)
+
+
+def _truncated(path: Path) -> None:
+    make_zip(path, {"cuda/a.dll": b"data"}, zipfile.ZIP_STORED)
+    path.write_bytes(path.read_bytes()[:-10])
+
+
+@pytest.mark.parametrize("make, expected", [
+    (_escaping, "escapes"),
+    (_encrypted, "is encrypted"),
+    (_bzip2, "uses compression method 12"),
+    (_truncated, "not a complete zip"),
+])
+def test_a_refused_archive_is_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     make: Any, expected: str) -> None:
+    # An archive left open stays locked on Windows: the user could not even replace it.
+    path = tmp_path / "a.zip"
+    make(path)
+    opened: list[IO[bytes]] = []
+
+    def recording_open(*args: Any, **kwargs: Any) -> IO[bytes]:
+        opened.append(open(*args, **kwargs))  # noqa: SIM115 - closed by the code under test
+        return opened[-1]
+
+    monkeypatch.setattr("bundler.archive.open", recording_open, raising=False)
+    with pytest.raises(SourceError, match=expected):
+        ZipArchive(path)
+    assert len(opened) == 1 and opened[0].closed

@@ -19,6 +19,7 @@ from bundler.build_pyinstaller import (
     require_pyinstaller,
 )
 from bundler.errors import BuildError, RefusedError
+from bundler.recipe import find_recipe
 from bundler.spec import load_spec
 
 RUNTIME = frozenset({"cudnn64_8.dll", "cudart64_101.dll"})
@@ -85,7 +86,9 @@ def test_building_for_another_platform_is_refused(tmp_path: Path,
     spec, staging = own_spec_project(tmp_path, "raise SystemExit('must not run')\n")
     monkeypatch.setattr("sysconfig.get_platform", lambda: "linux-x86_64")
     with pytest.raises(RefusedError) as caught:
-        build_pyinstaller_app(load_spec(spec), staging, tmp_path / "dist")
+        loaded = load_spec(spec)
+        build_pyinstaller_app(loaded, find_recipe(loaded.recipe, loaded.folder), staging,
+                              tmp_path / "dist")
     assert "linux-x86_64" in caught.value.message and "win-amd64" in caught.value.message
     assert "64-bit Windows Python" in caught.value.hint
 

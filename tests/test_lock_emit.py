@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from bundler.emit import INJECT_MARKER, inject_entry
 from bundler.errors import LockError
-from bundler.lock import Lock, check_lock, write_lock
-from bundler.resolve import _topological
+from bundler.lock import Lock, check_lock
+from bundler.pe import PEInfo
+from bundler.recipe import find_recipe
+from bundler.resolve import load_order
 
 
 def test_lock_names_what_changed(tmp_path: Path) -> None:
     path = tmp_path / "app.spec.lock"
     old = Lock(recipe={"name": "r", "sha256": "1"}, sources={"cudnn": {"sha256": "a"}},
                files={"cudnn/x.dll": "1", "cudnn/y.dll": "2"})
-    write_lock(path, old)
+    path.write_bytes(old.to_bytes())
     check_lock(path, old, update=False)  # same inputs: fine
     new = Lock(recipe=old.recipe, sources={"cudnn": {"sha256": "b"}},
                files={"cudnn/x.dll": "9", "cudnn/z.dll": "3"})
@@ -27,7 +30,18 @@ def test_lock_names_what_changed(tmp_path: Path) -> None:
                      "file cudnn/y.dll removed", "file cudnn/z.dll added"):
         assert expected in message
     assert "--update-lock" in caught.value.hint
-    check_lock(path, new, update=True)
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"recipe": "x", "sources": {}, "files": {}}',
+                                    '{"files": {}}'])
+def test_a_damaged_lock_is_named_and_mended_by_update(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "app.spec.lock"
+    path.write_text(damage)
+    new = Lock(recipe={"name": "r", "sha256": "1"}, sources={}, files={})
+    with pytest.raises(LockError, match="not a valid lock file") as caught:
+        check_lock(path, new, update=False)
+    assert "--update-lock" in caught.value.hint
+    check_lock(path, new, update=True)  # --update-lock does not need to read it
 
 
 def test_injection_goes_after_docstring_and_future_imports(tmp_path: Path) -> None:
@@ -45,8 +59,46 @@ def test_injection_goes_after_docstring_and_future_imports(tmp_path: Path) -> No
     assert entry.read_text() == before
 
 
-def test_load_order_puts_dependencies_first() -> None:
-    order = _topological({"ops": {"shim", "cublas"}, "cublas": {"lt", "rt"}, "lt": {"rt"},
-                          "rt": set(), "shim": set()})
-    assert order.index("rt") < order.index("lt") < order.index("cublas") < order.index("ops")
-    assert order.index("shim") < order.index("ops")
+def dll(*imports: str) -> PEInfo:
+    return PEInfo(machine="AMD64", is_dll=True, file_version="", product_version="",
+                  imports=("KERNEL32.dll", *imports), delay_imports=())
+
+
+def test_load_order_follows_imports_and_component_requirements() -> None:
+    recipe = find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", Path.cwd())
+    components = recipe.select(["cnn_infer"])
+    infos = {  # cuBLAS imports cuBLASLt; the shim imports only KERNEL32
+        "cudart64_101.dll": dll(), "cublasLt64_10.dll": dll("cudart64_101.dll"),
+        "cublas64_10.dll": dll("cublasLt64_10.dll"), "cudnn64_8.dll": dll(),
+        "cudnn_ops_infer64_8.dll": dll(), "cudnn_cnn_infer64_8.dll": dll(),
+    }
+    order = load_order(recipe, components, infos)
+    position = {name: order.index(name) for name in infos}
+    assert position["cudart64_101.dll"] < position["cublasLt64_10.dll"]
+    assert position["cublasLt64_10.dll"] < position["cublas64_10.dll"]
+    # ops_infer imports nothing, but its component requires core, cuBLAS and cudart
+    assert max(position["cudnn64_8.dll"], position["cublas64_10.dll"]) < position[
+        "cudnn_ops_infer64_8.dll"] < position["cudnn_cnn_infer64_8.dll"]
+    assert load_order(recipe, components, dict(reversed(infos.items()))) == order
+
+
+@pytest.mark.parametrize("source, encoding", [
+    ('"""Doc."""\r\nimport os\r\nprint(os.sep)\r\n', "utf-8-sig"),       # Notepad: BOM + CRLF
+    ('"""Doc\x0cwith a form feed\u2028and a separator."""\nprint(1)\n', "utf-8"),
+    ('# -*- coding: latin-1 -*-\n"""Caf\xe9."""\nprint(1)\n', "latin-1"),
+], ids=["bom-crlf", "form-feed-in-docstring", "latin-1-cookie"])
+def test_injection_respects_how_python_reads_the_file(tmp_path: Path, source: str,
+                                                      encoding: str) -> None:
+    entry = tmp_path / "main.py"
+    entry.write_bytes(source.encode(encoding))
+    inject_entry(entry)
+    raw = entry.read_bytes()
+    if encoding == "utf-8-sig":
+        assert raw.startswith(b"\xef\xbb\xbf") and b"\r\n" in raw and b"\n" not in raw.replace(
+            b"\r\n", b"")
+    text = raw.decode(encoding)
+    tree = ast.parse(text)
+    first_statement_after_docstring = tree.body[1]
+    assert isinstance(first_statement_after_docstring, ast.Import)
+    assert first_statement_after_docstring.names[0].name == "importlib.util"
+    assert ast.get_docstring(tree) == ast.get_docstring(ast.parse(source))

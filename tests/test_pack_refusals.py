@@ -3,6 +3,8 @@ previous bundle (and lock) stay byte-for-byte as they were."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import zipfile
 from collections.abc import Callable
@@ -76,6 +78,11 @@ def cuda11_build(ctx: dict, tmp: Path) -> tuple[str, str]:
     return "cudnn", str(rezip(ctx["cuda11"].dir, tmp / "cu11.zip", lambda m: None))
 
 
+def damaged_dll(ctx: dict, tmp: Path) -> tuple[str, str]:
+    return "cudnn", str(rezip(ctx["runtime"].dir, tmp / "damaged.zip", lambda m: m.update(
+        {"cuda/bin/cudnn_ops_train64_8.dll": b"MZ" + bytes(500)})))
+
+
 def other_release(ctx: dict, tmp: Path) -> tuple[str, str]:
     dlls = build_runtime(tmp / "dlls", cudnn_version=(8, 0, 5, 39))
     return "cudnn", str(rezip(dlls.dir, tmp / "805.zip", lambda m: None))
@@ -104,6 +111,7 @@ CASES = [
     (corrupted_deflate64, "cudnn64_8.dll is corrupt"),
     (thirty_two_bit, "cudnn64_8.dll is a I386 DLL, not AMD64 (32-bit)"),
     (cuda11_build, "imports cublas64_11.dll, a CUDA 11 library"),
+    (damaged_dll, "cudnn_ops_train64_8.dll is not a valid Windows DLL"),
     (other_release, "cudnn64_8.dll has version 8.0.5.39, the recipe expects 8.0.3.33"),
     (zip_slip, "escapes the archive's folder"),
     (dll_missing, "lacks 1 expected file(s): bin/cudnn_cnn_infer64_8.dll"),
@@ -164,3 +172,74 @@ def test_changed_input_is_refused_by_the_lock_until_updated(
         toolkit)["bin/cudart64_101.dll"]
     # and the updated lock now accepts the new input as it is
     assert run_cli(capsys, "pack", good.spec, "--source", f"cuda={toolkit}")[0] == 0
+
+
+def failing_replace(monkeypatch: pytest.MonkeyPatch, fails_on: Callable[[Path, Path], bool]
+                    ) -> None:
+    """Make bundler's os.replace fail like Windows does for a folder whose DLLs are in use."""
+    real = os.replace
+
+    def replace(source: os.PathLike, destination: os.PathLike) -> None:
+        if fails_on(Path(source), Path(destination)):
+            raise PermissionError(13, "The process cannot access the file", str(source))
+        real(source, destination)
+
+    monkeypatch.setattr("bundler.output.os.replace", replace)
+
+
+@pytest.mark.parametrize("fails_on", [
+    lambda src, dst: dst.name.startswith(".app.old-") or src.name == "app",  # bundle in use
+    lambda src, dst: dst.name == "app.spec.lock",                            # lock not writable
+], ids=["bundle-in-use", "lock-unwritable"])
+def test_a_failed_swap_keeps_the_previous_bundle_and_lock(
+        good: Workspace, standin_runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], fails_on: Callable[[Path, Path], bool]) -> None:
+    toolkit = make_toolkit(standin_runtime.dir, tmp_path / "v10.1")
+    shutil.copy(build_dll(cudart_spec(version=(6, 14, 11, 10098)), tmp_path / "new"),
+                toolkit / "bin" / "cudart64_101.dll")
+    before = snapshot(good.root)
+    failing_replace(monkeypatch, fails_on)
+    code, _, err = run_cli(capsys, "pack", good.spec, "--source", f"cuda={toolkit}",
+                           "--update-lock")
+    assert code == 2, err
+    assert err.startswith("bundler: error: ") and "Traceback" not in err
+    assert snapshot(good.root) == before  # no leftovers, old bundle and lock in place
+
+
+@pytest.mark.parametrize("damage", [
+    lambda m: m["files"][0].pop("sha256"),
+    lambda m: m.update(bootstrap="x"),
+    lambda m: m.update(files="x"),
+], ids=["entry-without-sha256", "bootstrap-not-a-table", "files-not-a-list"])
+def test_verify_names_a_damaged_manifest(good: Workspace, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str], damage) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(good.dist, copy)
+    manifest_path = copy / "cudnn" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    damage(manifest)
+    manifest_path.write_text(json.dumps(manifest))
+    for command in ("verify", "doctor"):
+        code, _, err = run_cli(capsys, command, copy)
+        assert code == 2, err
+        assert "manifest is damaged" in err and "Traceback" not in err
+
+
+def test_an_output_path_that_is_a_file_is_one_line(good: Workspace, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("x")
+    code, _, err = run_cli(capsys, "pack", good.spec, "--out", tmp_path / "afile")
+    assert code == 2
+    assert err.startswith(f"bundler: error: {tmp_path / 'afile'}") and "Traceback" not in err
+
+
+def test_a_bundle_with_another_runtime_dir_is_still_ours_to_replace(
+        good: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "ws"
+    shutil.copytree(good.root, copy)
+    spec = copy / "app.spec"
+    spec.write_text(spec.read_text().replace("[runtime]", '[runtime]\ndir = "rt"'))
+    code, _, err = run_cli(capsys, "pack", spec, "--update-lock")
+    assert code == 0, err
+    assert (copy / "dist" / "app" / "rt" / "manifest.json").is_file()
+    assert not (copy / "dist" / "app" / "cudnn").exists()

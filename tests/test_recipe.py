@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -62,4 +63,16 @@ def test_headers_may_not_ship(tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(RecipeError, match="cudnn.h is not redistributable"):
+        load_recipe_file(path)
+
+
+@pytest.mark.parametrize("name", ["../../x.txt", "sub/x.txt", "..\\x.txt", "C:x.txt",
+                                  "C:\\Windows\\x.txt", "/tmp/x.txt", ".."])
+def test_a_renamed_file_must_be_a_bare_file_name(tmp_path: Path, name: str) -> None:
+    recipe = find_recipe("cudnn-8.9.4.25-cuda11-win-x64", Path.cwd())
+    text = recipe.path.read_text().replace('as = "NVIDIA_cuBLAS_LICENSE.txt"',
+                                           f"as = {json.dumps(name)}")
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(RecipeError, match="is not a bare file name"):
         load_recipe_file(path)

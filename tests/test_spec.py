@@ -43,6 +43,12 @@ def test_good_spec_loads_with_defaults(tmp_path: Path) -> None:
     assert spec.lock_path == tmp_path / "app.spec.lock"
 
 
+def test_entry_with_backslashes_is_normalised(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, GOOD.replace('entry = "main.py"',
+                                                  'entry = "src\\\\main.py"')))
+    assert spec.entry == "src/main.py"
+
+
 @pytest.mark.parametrize("change, expected", [
     (("name = \"ocr-server\"", "name = \"ocr-server\"\ncolour = \"red\""), "unknown key"),
     (("components = [\"cnn_infer\"]", "components = \"cnn_infer\""), "must be a list"),
@@ -51,6 +57,10 @@ def test_good_spec_loads_with_defaults(tmp_path: Path) -> None:
     (("path = \"app\"", "path = \"/etc\""), "escapes its folder"),
     (("[runtime]", "[runtime]\ndir = \"../up\""), "escapes its folder"),
     (("name = \"ocr-server\"", "name = \"a/b\""), "cannot be a folder name"),
+    (("name = \"ocr-server\"", "name = \"CON\""), "cannot be a folder name"),
+    (("name = \"ocr-server\"", "name = \"nul.app\""), "cannot be a folder name"),
+    (("name = \"ocr-server\"", "name = \"server.\""), "cannot be a folder name"),
+    (("entry = \"main.py\"", "entry = \"..\\\\main.py\""), "escapes its folder"),
     (("path = \"app\"", "path = \"app\"\nbuilder = \"docker\""), "unknown"),
     (("cudnn = \"downloads/cudnn.zip\"", "cudnn = 3"), "must be a string"),
     (("[app]", "[app\n"), "not valid TOML"),

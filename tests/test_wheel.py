@@ -34,15 +34,19 @@ def wheel_spec(**changes: str) -> SourceSpec:
     return SourceSpec(**{**fields, **changes})  # type: ignore[arg-type]
 
 
+def read_taken(source: WheelSource) -> dict[str, bytes]:
+    """One sweep of the source: the bytes of each member it takes (it checks the rest)."""
+    return {member: b"".join(chunks) for member, chunks in source.sweep()}
+
+
 def test_wheel_member_streams_and_matches_record(tmp_path: Path) -> None:
     payload = os.urandom(3 << 20)
     path = make_wheel(tmp_path, {DLL: payload, "demo/readme.txt": b"hi"})
-    source = WheelSource(wheel_spec(), path, "test")
+    source = WheelSource(wheel_spec(), path, "test", takes={DLL})
     try:
-        data = b"".join(source.read_chunks(DLL))
+        data = read_taken(source)[DLL]
         assert data == payload
         source.confirm(DLL, hashlib.sha256(data).hexdigest())
-        source.check_rest({DLL})
         assert source.identity({}) == hashlib.sha256(path.read_bytes()).hexdigest()
     finally:
         source.close()
@@ -51,9 +55,9 @@ def test_wheel_member_streams_and_matches_record(tmp_path: Path) -> None:
 def test_member_altered_after_build_fails_record(tmp_path: Path) -> None:
     # The zip CRC is right (zipfile wrote it): only RECORD can tell.
     path = make_wheel(tmp_path, {DLL: b"altered"}, recorded={DLL: b"original"})
-    source = WheelSource(wheel_spec(), path, "test")
+    source = WheelSource(wheel_spec(), path, "test", takes={DLL})
     try:
-        data = b"".join(source.read_chunks(DLL))
+        data = read_taken(source)[DLL]
         with pytest.raises(SourceError, match=f"member {DLL} does not match the wheel's "
                                               "RECORD"):
             source.confirm(DLL, hashlib.sha256(data).hexdigest())
@@ -64,9 +68,9 @@ def test_member_altered_after_build_fails_record(tmp_path: Path) -> None:
 def test_record_is_checked_under_a_source_root(tmp_path: Path) -> None:
     path = make_wheel(tmp_path, {DLL: b"altered"}, recorded={DLL: b"original"})
     spec = wheel_spec(root="demo", contents=("bin/demo64_1.dll",))
-    source = WheelSource(spec, path, "test")
+    source = WheelSource(spec, path, "test", takes={"bin/demo64_1.dll"})
     try:
-        data = b"".join(source.read_chunks("bin/demo64_1.dll"))
+        data = read_taken(source)["bin/demo64_1.dll"]
         with pytest.raises(SourceError, match=f"member {DLL} does not match"):
             source.confirm("bin/demo64_1.dll", hashlib.sha256(data).hexdigest())
     finally:
