@@ -9,13 +9,13 @@ any hash the input records itself (a wheel's RECORD) without hashing a second ti
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
+from bundler.hashing import write_hashed
 from bundler.progress import byte_progress
 from bundler.recipe import RuntimeFile
 from bundler.sources import Source
@@ -73,12 +73,5 @@ def _stage_source(source: Source, wanted: Mapping[str, list[RuntimeFile]], runti
 
 def _copy(chunks: Iterator[bytes], target: Path, advance: Callable[[int], object]
           ) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
     with open(target, "xb") as out:
-        for chunk in chunks:
-            digest.update(chunk)
-            out.write(chunk)
-            size += len(chunk)
-            advance(len(chunk))
-    return size, digest.hexdigest()
+        return write_hashed(chunks, out, advance)
