@@ -59,6 +59,8 @@ def _print_pack(result: PackResult) -> None:
         print(f"  {_size(size):>10}  component {component}")
     print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} files")
     print(f"  lock: {result.lock_path}")
+    for exe in sorted(result.out.glob("*.exe")):  # a PyInstaller build: what to run
+        print(f"  run: {exe}")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

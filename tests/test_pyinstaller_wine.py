@@ -256,8 +256,22 @@ def test_example_packs_and_runs(win_python: WindowsPython, tmp_path: Path) -> No
     example = tmp_path / "pyinstaller"
     packed = win_python.run(["-m", "bundler", "pack", "app.spec"], cwd=example, timeout=900)
     assert packed.returncode == 0, packed.stdout + packed.stderr
-    result = win_python.run_exe(example / "dist" / "ocr-server" / "ocr-server.exe", timeout=120)
+    exe = example / "dist" / "ocr-server" / "ocr-server.exe"
+    assert f"run: {to_windows_path(exe)}".lower() in packed.stdout.lower()  # says what to run
+    result = win_python.run_exe(exe, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("cuDNN 8003")
     assert to_windows_path(example / "dist" / "ocr-server" / "_internal" / "cudnn"
                            / "cudnn64_8.dll") in result.stdout.replace("\\\\", "\\")
+
+
+def test_doctor_examines_the_frozen_app(app: Frozen, win_python: WindowsPython) -> None:
+    result = win_python.run(["-m", "bundler", "doctor", app.dist, "--json"])
+    report = json.loads(result.stdout)
+    assert report["verify"]["ok"] is True, result.stdout
+    findings = [(f["level"], f["message"]) for f in report["findings"]]
+    loads = [m for level, m in findings if level == "ok" and "would load" in m]
+    assert len(loads) == 10, findings
+    # Wine has no NVIDIA driver: the only problem doctor may find here is that one.
+    problems = [m for level, m in findings if level == "problem"]
+    assert len(problems) == 1 and "no NVIDIA driver found" in problems[0], problems
