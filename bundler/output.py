@@ -37,18 +37,23 @@ class Staging:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._pending: list[tuple[Path, Path]] = []  # (temporary file, final path)
+        self.pending: list[tuple[Path, Path]] = []  # (temporary file, final path)
 
     def replace_with_bundle(self, path: Path, data: bytes) -> None:
         """Write `path` (e.g. the lock) only if and when the bundle is swapped in."""
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        self._pending.append((Path(temporary), path))
+        # mkstemp makes the file private (0600); a lock is for everyone who reads the spec.
+        if path.exists():
+            shutil.copymode(path, temporary)
+        else:
+            os.chmod(temporary, 0o644)
+        self.pending.append((Path(temporary), path))
 
     def discard(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
-        for temporary, _ in self._pending:
+        for temporary, _ in self.pending:
             temporary.unlink(missing_ok=True)
 
 
@@ -76,29 +81,49 @@ def staged_output(target: Path) -> Iterator[Staging]:
 
 
 def _swap(staging: Staging, target: Path) -> None:
+    """Move the previous lock(s) and bundle aside, the new ones in; undo on any failure.
+
+    The files move aside first: a lock that cannot be replaced (read-only, held by an
+    editor) then fails before any folder has moved.
+    """
     retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-    previous = retired / target.name
+    done: list[tuple[Path, Path]] = []  # (source, destination) of each move made
+
+    def move(source: Path, destination: Path) -> None:
+        os.replace(source, destination)
+        done.append((source, destination))
+
     try:
+        for index, (_, final) in enumerate(staging.pending):
+            if final.exists():
+                move(final, retired / f"file-{index}")
         if target.exists():
-            os.replace(target, previous)
-        os.replace(staging.folder, target)
-    except OSError as exc:
-        if previous.exists():
-            os.replace(previous, target)  # put the previous bundle back
+            move(target, retired / target.name)
+        move(staging.folder, target)
+        for temporary, final in staging.pending:
+            move(temporary, final)
+    except BaseException as exc:
+        if _undo(done):
+            raise RefusedError(f"{target}: the new bundle could not be swapped in and the "
+                               f"previous one could not be fully put back: it is in {retired}",
+                               "move the files back from there by hand") from None
         shutil.rmtree(retired, ignore_errors=True)
-        # On Windows a running app holds its DLLs open, so its folder cannot move.
-        raise RefusedError(f"{target}: cannot replace the previous bundle ({exc.strerror})",
-                           "close the app (or anything using its files) and pack again"
-                           ) from None
-    try:
-        for temporary, final in staging._pending:
-            os.replace(temporary, final)
-    except OSError as exc:
-        os.replace(target, staging.folder)  # the new bundle goes back, the old returns
-        if previous.exists():
-            os.replace(previous, target)
-        shutil.rmtree(retired, ignore_errors=True)
-        raise RefusedError(f"{exc.filename}: cannot write it ({exc.strerror}); the previous "
-                           "bundle was kept", "check the folder is writable and pack again"
-                           ) from None
+        if isinstance(exc, OSError):
+            # On Windows a running app holds its DLLs open, so its folder cannot move.
+            raise RefusedError(f"{exc.filename or target}: cannot replace it "
+                               f"({exc.strerror}); the previous bundle and lock were kept",
+                               "close the app (or anything using its files) and pack again"
+                               ) from None
+        raise
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def _undo(done: list[tuple[Path, Path]]) -> bool:
+    """Reverse the moves, newest first; True if any could not be reversed."""
+    stuck = False
+    for source, destination in reversed(done):
+        try:
+            os.replace(destination, source)
+        except OSError:
+            stuck = True
+    return stuck

@@ -189,7 +189,7 @@ def failing_replace(monkeypatch: pytest.MonkeyPatch, fails_on: Callable[[Path, P
 
 @pytest.mark.parametrize("fails_on", [
     lambda src, dst: dst.name.startswith(".app.old-") or src.name == "app",  # bundle in use
-    lambda src, dst: dst.name == "app.spec.lock",                            # lock not writable
+    lambda src, dst: src.name.startswith(".app.spec.lock."),               # lock not writable
 ], ids=["bundle-in-use", "lock-unwritable"])
 def test_a_failed_swap_keeps_the_previous_bundle_and_lock(
         good: Workspace, standin_runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -243,3 +243,24 @@ def test_a_bundle_with_another_runtime_dir_is_still_ours_to_replace(
     assert code == 0, err
     assert (copy / "dist" / "app" / "rt" / "manifest.json").is_file()
     assert not (copy / "dist" / "app" / "cudnn").exists()
+
+
+def test_a_swap_that_cannot_be_undone_says_where_the_previous_bundle_is(
+        good: Workspace, standin_runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "ws"
+    shutil.copytree(good.root, copy)
+    before = snapshot(copy / "dist" / "app")
+    lock_before = (copy / "app.spec.lock").read_bytes()
+    toolkit = make_toolkit(standin_runtime.dir, tmp_path / "v10.1")
+    shutil.copy(build_dll(cudart_spec(version=(6, 14, 11, 10097)), tmp_path / "new"),
+                toolkit / "bin" / "cudart64_101.dll")
+    # The lock cannot be written, and then the new bundle cannot be moved back out.
+    failing_replace(monkeypatch, lambda src, dst: src.name.startswith(".app.spec.lock.")
+                    or dst.name.startswith(".app.staging-"))
+    code, _, err = run_cli(capsys, "pack", copy / "app.spec", "--source", f"cuda={toolkit}",
+                           "--update-lock")
+    assert code == 2 and "could not be fully put back" in err
+    retired = Path(err.split("it is in ", 1)[1].split()[0])
+    assert snapshot(retired / "app") == before  # nothing of the previous bundle is lost
+    assert (copy / "app.spec.lock").read_bytes() == lock_before  # the lock was put back
