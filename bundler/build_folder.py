@@ -29,7 +29,7 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
                         "the runtime goes", 'set [runtime] dir = "another-name"')
     sha256 = write_bootstrap(staging / BOOTSTRAP_NAME, spec.runtime_dir)
     if spec.entry:
-        inject_entry(staging / spec.entry)
+        inject_entry(staging / spec.entry, spec.entry.count("/"))
     return staging, {"path": BOOTSTRAP_NAME, "sha256": sha256}
 
 

@@ -6,6 +6,7 @@ import ast
 import hashlib
 import io
 import json
+import re
 import tokenize
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -24,10 +25,11 @@ INJECT_MARKER = "# bundler: load the bundled cuDNN runtime first"
 # Loaded by path, not `import _cudnn_bootstrap`: the embeddable CPython's ._pth
 # file keeps the script's folder off sys.path. Registered in sys.modules so the
 # app can still `import _cudnn_bootstrap` to call report().
+# The bootstrap sits at the app's top; LOCATION is its path from the entry's folder.
 _INJECTED = f'''{INJECT_MARKER} (added by `bundler pack`)
 import importlib.util as _bundler_util, os.path as _bundler_path, sys as _bundler_sys
 _bundler_spec = _bundler_util.spec_from_file_location("_cudnn_bootstrap", _bundler_path.join(
-    _bundler_path.dirname(_bundler_path.abspath(__file__)), "{BOOTSTRAP_NAME}"))
+    _bundler_path.dirname(_bundler_path.abspath(__file__)), LOCATION))
 _bundler_sys.modules["_cudnn_bootstrap"] = _bundler_util.module_from_spec(_bundler_spec)
 _bundler_spec.loader.exec_module(_bundler_sys.modules["_cudnn_bootstrap"])
 del _bundler_util, _bundler_path, _bundler_sys, _bundler_spec
@@ -50,9 +52,10 @@ def write_bootstrap(path: Path, runtime_dir: str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def inject_entry(entry: Path) -> None:
-    """Add the bootstrap lines to the entry script, after its docstring and
-    `from __future__` imports (which must stay first), before anything else."""
+def inject_entry(entry: Path, levels_below_top: int = 0) -> None:
+    """Add the bootstrap lines to the entry script, after its shebang, coding line,
+    docstring and `from __future__` imports (which must stay first), before anything
+    else. `levels_below_top`: how many folders below the app's top the entry lies."""
     try:
         raw = entry.read_bytes()
         # As Python reads it: a UTF-8 byte-order mark (Notepad) or a coding cookie.
@@ -71,11 +74,26 @@ def inject_entry(entry: Path) -> None:
     # and other separators that ast does not count), keeping each line's ending.
     lines = io.StringIO(source, newline="").readlines()
     newline = "\r\n" if "\r\n" in source else "\n"
-    at = _insertion_line(tree)
+    at = _insertion_line(tree) or _leading_directives(lines)
     if at and not lines[at - 1].endswith(("\n", "\r")):
         lines[at - 1] += newline
-    injected = _INJECTED.replace("\n", newline)
+    location = ", ".join(['".."'] * levels_below_top + [f'"{BOOTSTRAP_NAME}"'])
+    injected = _INJECTED.replace("LOCATION", location).replace("\n", newline)
     entry.write_bytes(("".join(lines[:at]) + injected + "".join(lines[at:])).encode(encoding))
+
+
+_CODING_LINE = re.compile(r"^[ \t\f]*#.*?coding[:=]")
+
+
+def _leading_directives(lines: list[str]) -> int:
+    """Lines that must stay on top: a shebang, and a coding cookie (lines 1-2 only)."""
+    at = 0
+    for index, line in enumerate(lines[:2]):
+        if (index == 0 and line.startswith("#!")) or _CODING_LINE.match(line):
+            at = index + 1
+        else:
+            break
+    return at
 
 
 def _insertion_line(tree: ast.Module) -> int:

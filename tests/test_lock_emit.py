@@ -102,3 +102,15 @@ def test_injection_respects_how_python_reads_the_file(tmp_path: Path, source: st
     assert isinstance(first_statement_after_docstring, ast.Import)
     assert first_statement_after_docstring.names[0].name == "importlib.util"
     assert ast.get_docstring(tree) == ast.get_docstring(ast.parse(source))
+
+
+def test_shebang_and_coding_line_stay_on_top(tmp_path: Path) -> None:
+    entry = tmp_path / "main.py"
+    source = '#!/usr/bin/env python\n# -*- coding: latin-1 -*-\nprint("caf\xe9")\n'
+    entry.write_bytes(source.encode("latin-1"))
+    inject_entry(entry)
+    lines = entry.read_bytes().decode("latin-1").splitlines()
+    assert lines[:2] == source.splitlines()[:2]
+    assert lines[2].startswith(INJECT_MARKER)
+    assert lines[-1] == 'print("caf\xe9")'
+    compile(entry.read_bytes(), str(entry), "exec")  # Python still reads it as latin-1

@@ -257,3 +257,18 @@ def test_activate_again_after_a_failure_keeps_its_dll_directory(
     # _dll_directory is the bootstrap's own state: no public name tells it.
     assert json.loads(result.stdout.splitlines()[-1]) == {"same_dll_directory": True,
                                                           "loaded": 10}
+
+
+def test_an_entry_in_a_subfolder_finds_the_bootstrap(
+        packed: Workspace, app_python: WindowsPython, decoy_cudnn_dir: Path,
+        tmp_path: Path) -> None:
+    root = tmp_path / "nested"
+    shutil.copytree(packed.root / "app", root / "app" / "src")
+    spec = root / "app.spec"
+    spec.write_text(packed.spec.read_text().replace('entry = "main.py"',
+                                                    'entry = "src\\\\main.py"'))
+    assert subprocess.run(["bundler", "pack", str(spec)]).returncode == 0
+    result = run_app(app_python, root / "dist" / "app" / "src" / "main.py", decoy_cudnn_dir)[0]
+    assert result["version"] == 8003
+    assert result["path"].lower() == to_windows_path(
+        root / "dist" / "app" / "cudnn" / "cudnn64_8.dll").lower()
