@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bundler.errors import BundlerError, RefusedError
-from bundler.verify import find_manifest
+from bundler.verify import DamagedManifest, find_manifest
 
 
 def refuse_unsafe_target(target: Path, protected: list[Path]) -> None:
@@ -60,6 +60,8 @@ class Staging:
 def _is_bundle(folder: Path) -> bool:
     try:
         find_manifest(folder)
+    except DamagedManifest:
+        return True  # ours, damaged: packing again is the fix verify suggests
     except BundlerError:
         return False
     return True

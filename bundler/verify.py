@@ -66,17 +66,36 @@ def _bundler_manifest(path: Path) -> dict | None:
     return None
 
 
+class DamagedManifest(BundlerError):
+    """A bundler manifest that was edited or damaged: still a bundle `pack` may replace."""
+
+
+def _inside(relpath: object) -> bool:
+    """A relative path with forward slashes that stays in its folder."""
+    if not isinstance(relpath, str) or not relpath or "\\" in relpath or ":" in relpath:
+        return False
+    posix = PurePosixPath(relpath)
+    return not posix.is_absolute() and ".." not in posix.parts
+
+
 def _check_shape(path: Path, data: dict) -> None:
     """A manifest someone edited by hand must fail as bad input, not as a traceback."""
-    entries_ok = isinstance(data["files"], list) and all(
-        isinstance(e, dict) and isinstance(e.get("path"), str)
-        and isinstance(e.get("sha256"), str) for e in data["files"])
-    bootstrap = data.get("bootstrap", {})
-    if not (entries_ok and isinstance(data["runtime_dir"], str)
-            and isinstance(bootstrap, dict) and isinstance(data["load_order"], list)):
-        raise BundlerError(f"{path}: the manifest is damaged (a file entry without path/"
-                           "sha256, or a malformed bootstrap entry)",
-                           "re-run `bundler pack` to rebuild the bundle")
+    files, bootstrap, runtime_dir = data["files"], data.get("bootstrap", {}), data["runtime_dir"]
+    ok = (isinstance(files, list)
+          and all(isinstance(e, dict) and _inside(e.get("path"))
+                  and isinstance(e.get("sha256"), str) for e in files)
+          and isinstance(data["load_order"], list)
+          and all(_inside(item) for item in data["load_order"])
+          and _inside(runtime_dir)
+          and path.parent.as_posix().endswith("/" + str(runtime_dir))
+          and isinstance(bootstrap, dict)
+          and ("path" not in bootstrap or (_inside(bootstrap["path"])
+                                           and isinstance(bootstrap.get("sha256"), str))))
+    if not ok:
+        raise DamagedManifest(f"{path}: the manifest is damaged (a path that is not "
+                              "relative to the app, a file entry without path/sha256, or a "
+                              "malformed bootstrap entry)",
+                              "re-run `bundler pack` to rebuild the bundle")
 
 
 def verify(app: Path, found: FoundManifest | None = None) -> VerifyReport:

@@ -210,7 +210,13 @@ def test_a_failed_swap_keeps_the_previous_bundle_and_lock(
     lambda m: m["files"][0].pop("sha256"),
     lambda m: m.update(bootstrap="x"),
     lambda m: m.update(files="x"),
-], ids=["entry-without-sha256", "bootstrap-not-a-table", "files-not-a-list"])
+    lambda m: m["bootstrap"].pop("sha256"),
+    lambda m: m.update(runtime_dir="a/" * 40 + "cudnn"),
+    lambda m: m.update(runtime_dir="../../.."),
+    lambda m: m["files"][0].update(path="../../outside.dll"),
+], ids=["entry-without-sha256", "bootstrap-not-a-table", "files-not-a-list",
+        "bootstrap-without-sha256", "runtime-dir-too-deep", "runtime-dir-escapes",
+        "file-path-escapes"])
 def test_verify_names_a_damaged_manifest(good: Workspace, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str], damage) -> None:
     copy = tmp_path / "copy"
@@ -223,6 +229,10 @@ def test_verify_names_a_damaged_manifest(good: Workspace, tmp_path: Path,
         code, _, err = run_cli(capsys, command, copy)
         assert code == 2, err
         assert "manifest is damaged" in err and "Traceback" not in err
+    # ... and packing again, as the hint says, replaces the damaged bundle
+    code, _, err = run_cli(capsys, "pack", good.spec, "--out", copy)
+    assert code == 0, err
+    assert run_cli(capsys, "verify", copy)[0] == 0
 
 
 def test_an_output_path_that_is_a_file_is_one_line(good: Workspace, tmp_path: Path,
