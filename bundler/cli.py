@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 import traceback
 from collections.abc import Sequence
@@ -186,6 +188,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _file_error(exc: OSError) -> BundlerError:
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
+        source, _, why = exc.args[0][0]  # copytree: one (source, target, why) per file
+        return BundlerError(f"{source}: cannot copy it into the bundle: {why}",
+                            "close whatever holds it open and pack again")
+    where = exc.filename or "a file bundler needed"
+    return BundlerError(f"{where}: {exc.strerror or exc}", "check the path and its permissions")
+
+
 def _report(exc: BundlerError, debug: bool) -> int:
     if debug:
         traceback.print_exc()
@@ -202,12 +213,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args)
     except BundlerError as exc:
         return _report(exc, args.debug)
+    except BrokenPipeError:
+        # `bundler inspect ... | head`: the reader left; nothing is wrong.
+        # As Python's docs advise: point stdout at devnull so the flush at exit is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except OSError as exc:
         # A file the user named cannot be read or written (a folder where a file
         # should be, permissions, a full disk): still one line, not a traceback.
-        where = exc.filename or "bundler"
-        return _report(BundlerError(f"{where}: {exc.strerror or exc}",
-                                    "check the path and its permissions"), args.debug)
+        return _report(_file_error(exc), args.debug)
     except KeyboardInterrupt:
         print("bundler: interrupted; nothing was changed", file=sys.stderr)
         return 130

@@ -76,8 +76,7 @@ def load_spec(path: Path) -> Spec:
 
 def _app_name(app: Table) -> str:
     name = app.take("name", str)
-    if not _SAFE_NAME.match(name) or name.endswith(".") or (
-            name.split(".")[0].upper() in _WINDOWS_RESERVED):
+    if not _SAFE_NAME.match(name) or not _windows_can_name(name):
         raise SpecError(f"{app.path}: app.name {name!r} cannot be a folder name",
                         "use letters, digits, '.', '_' and '-' only")
     return name
@@ -91,12 +90,21 @@ def _builder(app: Table) -> str:
     return builder
 
 
+def _windows_can_name(part: str) -> bool:
+    return not (part.endswith((".", " ")) or part.split(".")[0].upper() in _WINDOWS_RESERVED)
+
+
 def _relative_inside(table: Table, key: str, value: str) -> PurePosixPath:
     """A relative path that stays inside its folder: no absolute paths, no '..'."""
     posix = PurePosixPath(value.replace("\\", "/"))
     if posix.is_absolute() or re.match(r"^[A-Za-z]:", value) or ".." in posix.parts:
         raise SpecError(f"{table.path}: {table.where}.{key} = {value!r} escapes its folder",
                         "give a path relative to the spec's folder, without '..'")
+    unnamable = [part for part in posix.parts if not _windows_can_name(part)]
+    if unnamable:
+        raise SpecError(f"{table.path}: {table.where}.{key} = {value!r}: Windows cannot name "
+                        f"a file or folder {unnamable[0]!r}",
+                        "avoid CON, PRN, AUX, NUL, COM1-9, LPT1-9 and names ending in '.'")
     return posix
 
 

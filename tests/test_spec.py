@@ -61,6 +61,8 @@ def test_entry_with_backslashes_is_normalised(tmp_path: Path) -> None:
     (("name = \"ocr-server\"", "name = \"nul.app\""), "cannot be a folder name"),
     (("name = \"ocr-server\"", "name = \"server.\""), "cannot be a folder name"),
     (("entry = \"main.py\"", "entry = \"..\\\\main.py\""), "escapes its folder"),
+    (("[runtime]", "[runtime]\ndir = \"aux\""), "Windows cannot name"),
+    (("entry = \"main.py\"", "entry = \"con/main.py\""), "Windows cannot name"),
     (("path = \"app\"", "path = \"app\"\nbuilder = \"docker\""), "unknown"),
     (("cudnn = \"downloads/cudnn.zip\"", "cudnn = 3"), "must be a string"),
     (("[app]", "[app\n"), "not valid TOML"),
