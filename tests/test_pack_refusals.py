@@ -219,8 +219,9 @@ def test_a_failed_swap_keeps_the_previous_bundle_and_lock(
         "file-path-escapes"])
 def test_verify_names_a_damaged_manifest(good: Workspace, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str], damage) -> None:
-    copy = tmp_path / "copy"
-    shutil.copytree(good.dist, copy)
+    workspace = tmp_path / "ws"  # a copy: other tests move the shared lock on
+    shutil.copytree(good.root, workspace)
+    copy = workspace / "dist" / "app"
     manifest_path = copy / "cudnn" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     damage(manifest)
@@ -230,7 +231,7 @@ def test_verify_names_a_damaged_manifest(good: Workspace, tmp_path: Path,
         assert code == 2, err
         assert "manifest is damaged" in err and "Traceback" not in err
     # ... and packing again, as the hint says, replaces the damaged bundle
-    code, _, err = run_cli(capsys, "pack", good.spec, "--out", copy)
+    code, _, err = run_cli(capsys, "pack", workspace / "app.spec", "--update-lock")
     assert code == 0, err
     assert run_cli(capsys, "verify", copy)[0] == 0
 
