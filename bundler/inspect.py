@@ -59,9 +59,6 @@ class DllFacts:
     exports: tuple[str, ...]
     error: str = ""   # why the facts are missing: not a valid DLL
 
-    def with_status(self, status: str) -> tuple[Dependency, ...]:
-        return tuple(d for d in self.dependencies if d.status == status)
-
 
 @dataclass(frozen=True)
 class RecipeMatch:

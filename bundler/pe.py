@@ -28,7 +28,6 @@ _EXPORT_DIRECTORY = pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"]
 @dataclass(frozen=True)
 class PEInfo:
     machine: str
-    is_dll: bool
     file_version: str
     product_version: str
     imports: tuple[str, ...]
@@ -61,7 +60,6 @@ def read_pe(path: Path, exports: bool = False) -> PEInfo:
         machine = image.FILE_HEADER.Machine
         return PEInfo(
             machine=MACHINES.get(machine, hex(machine)),
-            is_dll=image.is_dll(),
             file_version=_fixed_version(image, "File"),
             product_version=_fixed_version(image, "Product"),
             imports=_names(getattr(image, "DIRECTORY_ENTRY_IMPORT", [])),

@@ -60,7 +60,7 @@ def test_injection_goes_after_docstring_and_future_imports(tmp_path: Path) -> No
 
 
 def dll(*imports: str) -> PEInfo:
-    return PEInfo(machine="AMD64", is_dll=True, file_version="", product_version="",
+    return PEInfo(machine="AMD64", file_version="", product_version="",
                   imports=("KERNEL32.dll", *imports), delay_imports=())
 
 
