@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bundler.fetch import cache_root, cached, fetch  # noqa: E402
+from bundler.pack.sources.fetch import cache_root, cached, fetch  # noqa: E402
 from bundler.recipe import Recipe, find_recipe  # noqa: E402
 
 RECIPE = "cudnn-8.9.4.25-cuda11-win-x64"

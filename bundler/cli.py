@@ -13,15 +13,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bundler import __version__
-from bundler.doctor import examine_bundle, examine_machine, render_bundle, render_machine
+from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bundle, render_machine
+from bundler.diagnose.inspection import inspect_path
+from bundler.diagnose.inspection import render as render_inspect
+from bundler.diagnose.verify import VerifyReport, verify
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
-from bundler.inspect import inspect_path
-from bundler.inspect import render as render_inspect
-from bundler.pack import PackResult, pack
+from bundler.pack.pipeline import PackResult, pack
+from bundler.pack.spec import load_spec
 from bundler.recipe import find_recipe, shipped_recipes
-from bundler.spec import load_spec
-from bundler.tables import human_size as _size
-from bundler.verify import VerifyReport, verify
+from bundler.support.text_tables import human_size as _size
 
 
 def _source_override(text: str) -> tuple[str, str]:
@@ -46,17 +46,18 @@ def cmd_pack(args: argparse.Namespace) -> int:
 def _pack_summary(result: PackResult) -> dict:
     manifest = result.manifest
     return {"out": str(result.out), "lock": str(result.lock_path),
-            "recipe": manifest.recipe["name"], "components": manifest.components,
-            "files": manifest.files, "load_order": manifest.load_order,
+            "recipe": manifest.recipe.name, "components": list(manifest.components),
+            "files": [asdict(entry) for entry in manifest.files],
+            "load_order": list(manifest.load_order),
             "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size}
 
 
 def _print_pack(result: PackResult) -> None:
     manifest = result.manifest
-    print(f"packed {manifest.recipe['name']} into {result.out}")
+    print(f"packed {manifest.recipe.name} into {result.out}")
     print(f"  components: {', '.join(manifest.components)}")
     for entry in manifest.files:
-        print(f"  {_size(entry['size']):>10}  {entry['path']}  ({entry['component']})")
+        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component})")
     for component, size in manifest.component_sizes().items():
         print(f"  {_size(size):>10}  component {component}")
     print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} files")

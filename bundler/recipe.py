@@ -13,11 +13,30 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError
-from bundler.tomlfile import Table, load_toml_bytes
-from bundler.windows import name_matches
+from bundler.support.paths import is_bare_file_name
+from bundler.support.toml_tables import Table, load_toml_bytes
+from bundler.windows.compat import compat_facts
+from bundler.windows.facts import windows_facts
 
-SOURCE_KINDS = ("archive", "toolkit", "folder", "wheel")
 LICENCE_COMPONENT = "licence"
+
+
+@dataclass(frozen=True)
+class SourceKind:
+    """A kind of recipe source, and what such an input is when found on disk: an
+    "archive" (zip), a "wheel" or a "folder" (what `bundler inspect` tells apart)."""
+
+    name: str
+    found_as: tuple[str, ...]
+
+
+# The one list of source kinds; bundler.pack.sources has a reader for each.
+SOURCE_KINDS = {kind.name: kind for kind in (
+    SourceKind("archive", ("archive", "wheel")),   # a wheel is a zip too
+    SourceKind("toolkit", ("folder",)),
+    SourceKind("folder", ("folder",)),
+    SourceKind("wheel", ("wheel",)),
+)}
 
 
 @dataclass(frozen=True)
@@ -53,7 +72,7 @@ class Component:
     name: str
     files: tuple[str, ...]
     requires: tuple[str, ...]
-    description: str = ""
+    description: str = ""   # shown by `bundler recipes NAME`
 
 
 @dataclass(frozen=True)
@@ -68,10 +87,8 @@ class Recipe:
     components: dict[str, Component]
     files: dict[str, RuntimeFile]
     licences: tuple[RuntimeFile, ...]
-    never_bundle: tuple[str, ...]
     path: Path
     sha256: str
-    driver_note: str = ""
     # The oldest driver that runs this CUDA under minor-version compatibility (some
     # features, e.g. PTX JIT of newer code, need min_driver). Where given, the driver
     # check requires this and notes a driver below min_driver; else it requires min_driver.
@@ -103,9 +120,6 @@ class Recipe:
         files = [self.files[name] for c in components for name in c.files]
         used_sources = {f.source for f in files}
         return files + [lic for lic in self.licences if lic.source in used_sources]
-
-    def is_never_bundled(self, dll_name: str) -> bool:
-        return name_matches(dll_name, self.never_bundle)
 
 
 def shipped_recipe_dir() -> Path:
@@ -142,29 +156,46 @@ def load_recipe_file(path: Path) -> Recipe:
     description = top.take("description", str, "")
     versions = top.table("versions")
     cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
-    min_driver = versions.take("min_driver", str)
-    min_driver_compat = versions.take("min_driver_compat", str, "")
-    driver_note = versions.take("driver_note", str, "")
+    min_driver, min_driver_compat = _driver_minimums(versions, cuda)
     versions.done()
     sources = {sid: _source(sid, t, platform) for sid, t in top.tables("sources").items()}
     file_facts = top.tables("files")
     components, files = _components(top, sources, file_facts)
     licences = tuple(_file_ref(ref, LICENCE_COMPONENT, sources, top)
                      for ref in top.take("licences", list, []))
-    never_bundle = tuple(top.take_str_list("never_bundle", []))
-    redistributable = tuple(top.take_str_list("redistributable"))
     top.done()
     for leftover in file_facts:
         raise RecipeError(f"{path}: [files.\"{leftover}\"] is not a file of any component",
                           "add it to a component's files or remove the table")
     recipe = Recipe(name=name, platform=platform, description=description, cudnn=cudnn,
                     cuda=cuda, min_driver=min_driver, sources=sources,
-                    components=components, files=files, licences=licences,
-                    never_bundle=never_bundle, path=path,
+                    components=components, files=files, licences=licences, path=path,
                     sha256=hashlib.sha256(raw).hexdigest(),
-                    driver_note=driver_note, min_driver_compat=min_driver_compat)
-    _check_consistency(recipe, redistributable)
+                    min_driver_compat=min_driver_compat)
+    _check_consistency(recipe)
     return recipe
+
+
+def _driver_minimums(versions: Table, cuda: str) -> tuple[str, str]:
+    """min_driver and min_driver_compat of a CUDA release, from the driver table
+    (bundler/windows/compat.toml). A recipe may state them only to agree with it, or for
+    a release the table lacks."""
+    table = compat_facts()
+    known = {"min_driver": table.min_driver_for(cuda),
+             "min_driver_compat": table.minor_compatible_from(cuda)}
+    for key, derived in known.items():
+        given = versions.take(key, str, "")
+        if given and derived and given != derived:
+            raise RecipeError(f"{versions.path}: versions.{key} = {given!r}, but bundler's "
+                              f"driver table gives {derived!r} for CUDA {cuda}",
+                              f"remove {key}: it comes from the driver table "
+                              "(docs/recipe-format.md)")
+        known[key] = given or derived
+    if not known["min_driver"]:
+        raise RecipeError(f"{versions.path}: bundler's driver table has no CUDA {cuda}",
+                          f'add min_driver = "..." (NVIDIA\'s minimum Windows driver for '
+                          f"CUDA {cuda}) to [versions]")
+    return known["min_driver"], known["min_driver_compat"]
 
 
 def _source(sid: str, table: Table, platform: str) -> SourceSpec:
@@ -207,18 +238,13 @@ def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
     if source not in sources:
         raise RecipeError(f"{top.path}: '{component}' takes {member} from unknown source "
                           f"'{source}'", f"define [sources.{source}]")
-    if target and not _is_bare_file_name(target):
+    if target and not is_bare_file_name(target):
         # The name is joined to the runtime folder: a path would write outside it.
         raise RecipeError(f"{top.path}: '{component}' ships {member} as {target!r}, which "
                           "is not a bare file name", 'give as = a file name without folders, '
                           'e.g. as = "NVIDIA_cuDNN_LICENSE.txt"')
     return RuntimeFile(name=target or PurePosixPath(member).name, source=source,
                        member=member, component=component)
-
-
-def _is_bare_file_name(name: str) -> bool:
-    """No folder part on either platform: no separators, no drive (or stream) colon."""
-    return not any(c in name for c in "/\\:") and name not in (".", "..")
 
 
 def _with_facts(runtime_file: RuntimeFile, facts: Table | None) -> RuntimeFile:
@@ -254,19 +280,20 @@ def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str
     return components, files
 
 
-def _check_consistency(recipe: Recipe, redistributable: tuple[str, ...]) -> None:
+def _check_consistency(recipe: Recipe) -> None:
     where = recipe.path
+    facts = windows_facts()
     for component in recipe.components.values():
         for required in component.requires:
             if required not in recipe.components:
                 raise RecipeError(f"{where}: component '{component.name}' requires unknown "
                                   f"component '{required}'", "fix the requires list")
     for runtime_file in recipe.files.values():
-        if not name_matches(runtime_file.name, redistributable):
+        if not facts.is_redistributable(runtime_file.name):
             raise RecipeError(f"{where}: {runtime_file.name} is not redistributable "
-                              f"(allowed: {', '.join(redistributable)})",
+                              f"(allowed: {', '.join(facts.redistributable)})",
                               "headers and import libraries never go into an app")
-        if recipe.is_never_bundled(runtime_file.name):
+        if facts.is_driver(runtime_file.name):
             raise RecipeError(f"{where}: {runtime_file.name} is a driver or system DLL and "
                               "is never bundled", "remove it from the components")
     shipped = [f.name for f in (*recipe.files.values(), *recipe.licences)]

@@ -11,8 +11,8 @@ from typing import IO, Any
 
 import pytest
 
-from bundler.archive import ZipArchive
 from bundler.errors import SourceError
+from bundler.support.zip_reader import ZipArchive
 
 
 def make_zip(path: Path, members: dict[str, bytes], method: int) -> None:
@@ -107,7 +107,7 @@ def test_a_refused_archive_is_closed(tmp_path: Path, monkeypatch: pytest.MonkeyP
         opened.append(open(*args, **kwargs))  # noqa: SIM115 - closed by the code under test
         return opened[-1]
 
-    monkeypatch.setattr("bundler.archive.open", recording_open, raising=False)
+    monkeypatch.setattr("bundler.support.zip_reader.open", recording_open, raising=False)
     with pytest.raises(SourceError, match=expected):
         ZipArchive(path)
     assert len(opened) == 1 and opened[0].closed

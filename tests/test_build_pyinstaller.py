@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from bundler.build_pyinstaller import (
+from bundler.errors import BuildError, RefusedError
+from bundler.pack.builders.pyinstaller import (
     build_environment,
     build_pyinstaller_app,
     foreign_copies,
     freeze,
     require_pyinstaller,
 )
-from bundler.errors import BuildError, RefusedError
+from bundler.pack.spec import load_spec
 from bundler.recipe import find_recipe
-from bundler.spec import load_spec
 
 RUNTIME = frozenset({"cudnn64_8.dll", "cudart64_101.dll"})
 

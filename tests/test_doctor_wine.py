@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.pack import pack
-from bundler.spec import load_spec
+from bundler.pack.pipeline import pack
+from bundler.pack.spec import load_spec
 from tests.packing import SEED, make_workspace
 from tests.winenv import to_windows_path
 from tests.winenv.build import build_dll, build_nvcuda, nvcuda_spec
@@ -266,7 +266,7 @@ RECIPES = {"cu101": "cudnn-8.0.3.33-cuda10.1-win-x64", "cu118": "cudnn-8.9.4.25-
 # Each recipe's driver check against one driver, in one Windows process, then doctor on
 # a bundle whose manifest carries the CUDA 11.8 recipe's figures.
 CHECK_DRIVERS = """import json, sys
-from bundler.bootstrap import driver_check
+from bundler.runtime.bootstrap import driver_check
 from bundler.cli import main
 print(json.dumps({name: driver_check(json.loads(versions))
                   for name, versions in zip(sys.argv[2::2], sys.argv[3::2])}))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bundler.diagnose.inspection import classify, inspect_path, match_recipes, runtime_loads
 from bundler.errors import BundlerError
-from bundler.inspect import classify, inspect_path, match_recipes, runtime_loads
 from bundler.recipe import find_recipe
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
@@ -78,11 +78,9 @@ def test_a_wheel_matches_its_package_and_contents(tmp_path: Path) -> None:
     recipe_path = tmp_path / "wheel-recipe.toml"
     recipe_path.write_text('''name = "wheel-recipe"
 platform = "win-amd64"
-redistributable = ["*.dll"]
 [versions]
 cudnn = "8.9.4.25"
 cuda = "11.8"
-min_driver = "452.39"
 [sources.cudnn]
 kind = "wheel"
 package = "nvidia-cudnn-cu11"
@@ -111,7 +109,7 @@ files = ["cudnn:bin/cudnn64_8.dll"]
 def test_write_hashed_copies_hashes_and_reports_progress(tmp_path: Path) -> None:
     import hashlib
 
-    from bundler.hashing import write_hashed
+    from bundler.support.hashing import write_hashed
 
     seen: list[int] = []
     with open(tmp_path / "out", "wb") as out:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bundler.emit import INJECT_MARKER, inject_entry
 from bundler.errors import LockError
-from bundler.lock import Lock, check_lock
-from bundler.pe import PEInfo
+from bundler.pack.emit import INJECT_MARKER, inject_entry
+from bundler.pack.lock import Lock, check_lock
+from bundler.pack.resolve import load_order
 from bundler.recipe import find_recipe
-from bundler.resolve import load_order
+from bundler.windows.pe_file import PEInfo
 
 
 def test_lock_names_what_changed(tmp_path: Path) -> None:

@@ -184,7 +184,7 @@ def failing_replace(monkeypatch: pytest.MonkeyPatch, fails_on: Callable[[Path, P
             raise PermissionError(13, "The process cannot access the file", str(source))
         real(source, destination)
 
-    monkeypatch.setattr("bundler.output.os.replace", replace)
+    monkeypatch.setattr("bundler.pack.output.os.replace", replace)
 
 
 @pytest.mark.parametrize("fails_on", [

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import SourceError
-from bundler.pack import pack
-from bundler.spec import load_spec
+from bundler.pack.pipeline import pack
+from bundler.pack.spec import load_spec
 from tests.packing import Workspace, make_workspace, run_cli, snapshot
 from tests.winenv import WindowsPython, require_wine
 from tests.winenv.build import build_runtime, make_nvidia_zip, make_toolkit

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.emit import read_manifest
+from bundler.manifest import read_manifest
 from tests.packing import SEED, run_cli, snapshot
 from tests.winenv import WindowsPython
 from tests.winenv.winpython import to_windows_path
@@ -185,7 +185,7 @@ def test_frozen_app_loads_its_bundled_cudnn_despite_a_decoy_on_path(
 
 def test_each_runtime_dll_is_in_the_bundle_once(app: Frozen) -> None:
     manifest = read_manifest(app.meipass / "cudnn" / "manifest.json")
-    names = [Path(f["path"]).name.lower() for f in manifest["files"]]
+    names = [Path(f.path).name.lower() for f in manifest.files]
     everywhere = [p.name.lower() for p in app.dist.rglob("*") if p.is_file()]
     assert {name: everywhere.count(name) for name in names} == {name: 1 for name in names}
     # PyInstaller did look cudnn64_8.dll up on PATH (the decoy was there): it found nothing.
@@ -199,11 +199,11 @@ def test_verify_checks_the_frozen_app(app: Frozen, project: Project,
     code, out, _ = run_cli(capsys, "verify", app.dist)
     assert code == 0 and out.startswith("ok: 11 files match"), out
     manifest = read_manifest(app.meipass / "cudnn" / "manifest.json")
-    bootstrap = manifest["bootstrap"]
-    assert "path" not in bootstrap  # compiled into the exe: no file on disk to check
-    assert bootstrap["module"] == "_cudnn_bootstrap"
+    bootstrap = manifest.bootstrap
+    assert bootstrap.path == ""  # compiled into the exe: no file on disk to check
+    assert bootstrap.module == "_cudnn_bootstrap"
     source = project.root / "build" / f"bundler-{app.dist.name}" / "hook" / "_cudnn_bootstrap.py"
-    assert bootstrap["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert bootstrap.sha256 == hashlib.sha256(source.read_bytes()).hexdigest()
 
 
 def test_own_spec_is_used_as_it_is(own_spec_app: Frozen, win_python: WindowsPython,

@@ -9,6 +9,7 @@ import pytest
 
 from bundler.errors import RecipeError
 from bundler.recipe import find_recipe, load_recipe_file, shipped_recipes
+from bundler.windows.facts import windows_facts
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
 
@@ -22,7 +23,7 @@ def test_seed_recipe_facts() -> None:
     assert sum(m.startswith("include/") for m in zip_source.contents) == 9
     assert sum(m.startswith("lib/x64/") for m in zip_source.contents) == 14
     assert recipe.sources["cuda"].env == ("CUDA_PATH_V10_1", "CUDA_PATH")
-    assert recipe.is_never_bundled("NVCUDA.DLL")
+    assert windows_facts().is_driver("NVCUDA.DLL")
     shipped = {f.name for f in recipe.files_for(recipe.select(None))}
     assert not any(n.endswith((".h", ".lib")) for n in shipped)
     assert "NVIDIA_SLA_cuDNN_Support.txt" in shipped

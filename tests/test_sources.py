@@ -11,20 +11,18 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import SourceError
+from bundler.pack.sources import SOURCE_CLASSES, ArchiveSource, FolderSource
 from bundler.recipe import SOURCE_KINDS, SourceSpec
-from bundler.sources import SOURCE_CLASSES, ArchiveSource, FolderSource
 from tests.packing import run_cli
 
 # A recipe whose source lists no contents: only its component says what it takes.
 RECIPE = textwrap.dedent('''\
     name = "demo"
     platform = "win-amd64"
-    redistributable = ["*.dll"]
 
     [versions]
     cudnn = "8.0.3.33"
     cuda = "10.1"
-    min_driver = "418.96"
 
     [sources.lib]
     kind = "{kind}"

@@ -8,7 +8,7 @@ import pytest
 
 from bundler.cli import main
 from bundler.errors import SpecError
-from bundler.spec import load_spec
+from bundler.pack.spec import load_spec
 
 GOOD = """
 [app]

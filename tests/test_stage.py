@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from bundler.errors import SourceError
-from bundler.pack import pack
+from bundler.pack.pipeline import pack
+from bundler.pack.sources import ArchiveSource
+from bundler.pack.spec import load_spec
+from bundler.pack.stage import stage_files
 from bundler.recipe import RuntimeFile, SourceSpec
-from bundler.sources import ArchiveSource
-from bundler.spec import load_spec
-from bundler.stage import stage_files
 from tests.packing import make_workspace
 
 
@@ -94,7 +94,7 @@ def test_a_subset_pack_reads_each_member_byte_once(
                                extra_runtime='components = ["cnn_infer"]')
     reads = zip_reads(source)
     result = pack(load_spec(workspace.spec))
-    shipped = {Path(entry["path"]).name for entry in result.manifest.files}
+    shipped = {Path(entry.path).name for entry in result.manifest.files}
     assert "cudnn_cnn_infer64_8.dll" in shipped and "cudnn_cnn_train64_8.dll" not in shipped
     times = _times_read(reads, source.stat().st_size)
     members_end = _central_directory_offset(source)

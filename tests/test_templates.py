@@ -17,22 +17,25 @@ _CHECK = """
 import sys
 from importlib import resources
 from pathlib import Path
-from bundler.build_pyinstaller import freeze
+from bundler.pack.builders.pyinstaller import freeze
 from bundler.errors import BuildError
-from bundler.spec import load_spec
+from bundler.pack.spec import load_spec
 
 folder, damaged = Path(sys.argv[1]), sys.argv[2]
 real_files = resources.files
 
 class Package:
+    def __init__(self, package):
+        self.package = package
+
     def joinpath(self, name):
-        return Damaged() if name == damaged else real_files("bundler").joinpath(name)
+        return Damaged() if name == damaged else real_files(self.package).joinpath(name)
 
 class Damaged:
     def read_text(self, encoding=None):
         return "print('no placeholder here')\\n"
 
-resources.files = lambda package: Package()
+resources.files = Package
 try:
     freeze(load_spec(folder / "app.spec"), folder / "staging", frozenset())
 except BuildError as exc:

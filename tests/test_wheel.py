@@ -12,10 +12,10 @@ import pytest
 
 from bundler.cli import main
 from bundler.errors import RecipeError, SourceError
-from bundler.fetch import cached, offline_error
-from bundler.hashing import PiggybackDigest
+from bundler.pack.sources import WheelSource
+from bundler.pack.sources.fetch import cached, offline_error
 from bundler.recipe import SourceSpec, find_recipe, load_recipe_file, shipped_recipes
-from bundler.sources import WheelSource
+from bundler.support.hashing import PiggybackDigest
 from tests import wheelkit
 
 CU11 = "cudnn-8.9.4.25-cuda11-win-x64"

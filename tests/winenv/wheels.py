@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bundler.fetch import cached, fetch
+from bundler.pack.sources.fetch import cached, fetch
 from bundler.recipe import find_recipe
 
 from ._cache import cache_root, locked

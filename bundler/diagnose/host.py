@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -19,15 +18,14 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
-from bundler.bootstrap import driver_from_file_version
-from bundler.bootstrap import probe_driver as load_nvcuda
-from bundler.compat import CompatFacts
 from bundler.errors import CheckError
-from bundler.hashing import sha256_file
-from bundler.pe import read_pe
-from bundler.windows import windows_facts
+from bundler.runtime.bootstrap import driver_from_file_version
+from bundler.runtime.bootstrap import probe_driver as load_nvcuda
+from bundler.support.hashing import sha256_file
+from bundler.windows.compat import CompatFacts
+from bundler.windows.facts import windows_facts
+from bundler.windows.pe_file import read_pe
 
-_CUDA_PATH_VARIABLE = re.compile(r"^CUDA_PATH(_V\d+_\d+)?$", re.IGNORECASE)
 _NVIDIA_SMI_TIMEOUT = 20  # seconds; it can take a while to wake a GPU
 
 
@@ -116,7 +114,7 @@ def search_folders(environ: Mapping[str, str], application: str,
             ordered.append((*named[step], True))
     ordered += [(variable, os.path.join(environ[variable], "bin"), False)
                 for variable in sorted(environ, key=_cuda_path_order)
-                if _CUDA_PATH_VARIABLE.match(variable) and environ[variable]]
+                if windows_facts().is_cuda_path_variable(variable) and environ[variable]]
     return _merge(ordered)
 
 

@@ -6,10 +6,8 @@ dependencies — static and delay-load imports read from the file, plus the DLLs
 shipped recipes say it loads by name at run time (`loads`), which no import table
 shows. Each dependency is marked:
 
-- bundled: a DLL of that name is beside it (same folder, archive or wheel);
-- system: Windows or the VC++ runtime provides it (bundler/windows.toml);
-- driver: the NVIDIA driver provides it (a recipe's never_bundle);
-- missing: none of these.
+bundled, system, driver or missing, as bundler.windows.imports decides (the same
+answer the packer and doctor get).
 
 An archive or wheel also lists its members and which shipped recipe source it is.
 """
@@ -22,18 +20,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bundler.archive import Member, Tap, ZipArchive
 from bundler.errors import BundlerError, CheckError
-from bundler.hashing import PiggybackDigest, sha256_file, write_hashed
-from bundler.pe import is_pe, read_pe
-from bundler.recipe import Recipe, shipped_recipes
-from bundler.tables import format_table, human_size
-from bundler.wheel import normalize, wheel_name
-from bundler.windows import windows_facts
-
-# Which recipe source kinds a thing on disk can be.
-_SOURCE_KINDS = {"archive": ("archive",), "wheel": ("wheel", "archive"),
-                 "folder": ("toolkit", "folder"), "dll": ()}
+from bundler.recipe import SOURCE_KINDS, Recipe, shipped_recipes
+from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
+from bundler.support.text_tables import format_table, human_size
+from bundler.support.wheel_names import normalize, wheel_name
+from bundler.support.zip_reader import Member, Tap, ZipArchive
+from bundler.windows.imports import resolve_import
+from bundler.windows.pe_file import is_pe, read_pe
 
 
 @dataclass(frozen=True)
@@ -81,21 +75,8 @@ class InspectReport:
 
 def classify(name: str, beside: set[str], recipes: tuple[Recipe, ...]) -> tuple[str, str]:
     """(status, note) of a dependency named `name`; `beside` holds lower-case names."""
-    lowered = name.lower()
-    facts = windows_facts()
-    if lowered in beside:
-        return "bundled", ""
-    if facts.is_system(lowered):
-        return "system", ""
-    if any(recipe.is_never_bundled(lowered) for recipe in recipes):
-        return "driver", ""
-    owner = next(((r, f) for r in recipes for f in r.files.values()
-                  if f.name.lower() == lowered), None)
-    if owner is not None:
-        recipe, runtime_file = owner
-        return "missing", f"recipe {recipe.name} takes it from source '{runtime_file.source}'"
-    major = facts.cuda_major_of(lowered)
-    return "missing", f"a CUDA {major} library" if major is not None else ""
+    found = resolve_import(name, beside, recipes)
+    return found.status, found.note
 
 
 def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...]
@@ -216,7 +197,7 @@ def match_recipes(kind: str, file_name: str, sha256: str, has: Callable[[str], b
 def _source_matches(recipe: Recipe, kind: str, file_name: str, sha256: str,
                     has: Callable[[str], bool]) -> Iterator[RecipeMatch]:
     for source in recipe.sources.values():
-        if source.kind not in _SOURCE_KINDS[kind]:
+        if kind not in SOURCE_KINDS[source.kind].found_as:
             continue
         by = []
         if source.sha256 and source.sha256 == sha256:

@@ -8,18 +8,15 @@ import io
 import json
 import re
 import tokenize
-from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from bundler.errors import BuildError, SpecError
+from bundler.manifest import BootstrapEntry, Manifest, RecipeRef, Versions
+from bundler.pack.resolve import ResolvedRuntime
 from bundler.recipe import Recipe
-from bundler.resolve import ResolvedRuntime
 
 BOOTSTRAP_NAME = "_cudnn_bootstrap.py"
-MANIFEST_NAME = "manifest.json"
-MANIFEST_FORMAT = 1
 INJECT_MARKER = "# bundler: load the bundled cuDNN runtime first"
 
 # Loaded by path, not `import _cudnn_bootstrap`: the embeddable CPython's ._pth
@@ -36,14 +33,19 @@ del _bundler_util, _bundler_path, _bundler_sys, _bundler_spec
 '''
 
 
+def fill_template(package: str, resource: str, line: str, replacement: str) -> str:
+    """A file shipped in `package` with its one placeholder `line` replaced."""
+    text = resources.files(package).joinpath(resource).read_text(encoding="utf-8")
+    if line not in text:  # a real check: asserts vanish under python -O
+        raise BuildError(f"bundler's {resource} has no line {line!r} to fill in",
+                         "this bundler installation is damaged or modified: reinstall it")
+    return text.replace(line, replacement, 1)
+
+
 def bootstrap_text(runtime_dir: str) -> str:
     """The bootstrap's source with the app's runtime folder filled in."""
-    text = resources.files("bundler").joinpath("bootstrap.py").read_text(encoding="utf-8")
-    default = 'RUNTIME_DIR = "cudnn"'
-    if default not in text:  # a real check: asserts vanish under python -O
-        raise BuildError(f"bundler's bootstrap.py has no line {default!r} to fill in",
-                         "this bundler installation is damaged or modified: reinstall it")
-    return text.replace(default, f"RUNTIME_DIR = {json.dumps(runtime_dir)}", 1)
+    return fill_template("bundler.runtime", "bootstrap.py", 'RUNTIME_DIR = "cudnn"',
+                         f"RUNTIME_DIR = {json.dumps(runtime_dir)}")
 
 
 def write_bootstrap(path: Path, runtime_dir: str) -> str:
@@ -109,56 +111,14 @@ def _insertion_line(tree: ast.Module) -> int:
     return at
 
 
-@dataclass(frozen=True)
-class Manifest:
-    recipe: dict[str, str]
-    platform: str
-    versions: dict[str, str]
-    runtime_dir: str
-    components: list[str]
-    files: list[dict[str, Any]]   # path, size, sha256, machine, version, component, source
-    load_order: list[str]
-    bootstrap: dict[str, str]
-    format: int = MANIFEST_FORMAT
-    # The bootstrap stops the app (rather than warn) when the driver is missing or old.
-    require_driver: bool = False
-
-    def to_bytes(self) -> bytes:
-        """Deterministic: sorted keys, no timestamps, so equal inputs give equal bytes."""
-        return (json.dumps(asdict(self), indent=2, sort_keys=True) + "\n").encode("utf-8")
-
-    @property
-    def total_size(self) -> int:
-        return sum(int(entry["size"]) for entry in self.files)
-
-    def component_sizes(self) -> dict[str, int]:
-        """Bytes shipped per component, in the recipe's order; the licences come last."""
-        sizes = dict.fromkeys(self.components, 0)
-        for entry in self.files:
-            sizes[entry["component"]] = sizes.get(entry["component"], 0) + int(entry["size"])
-        return sizes
-
-
 def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
-                   resolved: ResolvedRuntime, bootstrap: dict[str, str],
+                   resolved: ResolvedRuntime, bootstrap: BootstrapEntry,
                    require_driver: bool = False) -> Manifest:
-    files = sorted((asdict(f) for f in resolved.files), key=lambda f: str(f["relpath"]))
-    for entry in files:
-        entry["path"] = entry.pop("relpath")
     return Manifest(
-        recipe={"name": recipe.name, "sha256": recipe.sha256},
-        platform=recipe.platform,
-        versions=_versions(recipe),
-        runtime_dir=runtime_dir, components=components, files=files,
-        load_order=resolved.load_order, bootstrap=bootstrap, require_driver=require_driver)
-
-
-def _versions(recipe: Recipe) -> dict[str, str]:
-    versions = {"cudnn": recipe.cudnn, "cuda": recipe.cuda, "min_driver": recipe.min_driver}
-    if recipe.min_driver_compat:
-        versions["min_driver_compat"] = recipe.min_driver_compat
-    return versions
-
-
-def read_manifest(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+        recipe=RecipeRef(recipe.name, recipe.sha256), platform=recipe.platform,
+        versions=Versions(cudnn=recipe.cudnn, cuda=recipe.cuda, min_driver=recipe.min_driver,
+                          min_driver_compat=recipe.min_driver_compat),
+        runtime_dir=runtime_dir, components=tuple(components),
+        files=tuple(sorted(resolved.files, key=lambda f: f.path)),
+        load_order=tuple(resolved.load_order), bootstrap=bootstrap,
+        require_driver=require_driver)

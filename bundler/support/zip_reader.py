@@ -19,7 +19,7 @@ from typing import BinaryIO, Protocol
 import inflate64
 
 from bundler.errors import SourceError
-from bundler.hashing import CHUNK
+from bundler.support.hashing import CHUNK
 
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _LOCAL_MAGIC = b"PK\x03\x04"

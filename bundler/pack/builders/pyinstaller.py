@@ -24,15 +24,18 @@ import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bundler.emit import write_bootstrap
 from bundler.errors import BuildError, RefusedError, SpecError
-from bundler.progress import line_progress
-from bundler.recipe import Recipe
-from bundler.spec import Spec
-from bundler.windows import windows_facts
+from bundler.manifest import BootstrapEntry
+from bundler.pack.emit import fill_template, write_bootstrap
+from bundler.support.progress import line_progress
+from bundler.windows.facts import windows_facts
+
+if TYPE_CHECKING:  # the spec module imports the builders table
+    from bundler.pack.spec import Spec
+    from bundler.recipe import Recipe
 
 MIN_PYINSTALLER = 6  # the onedir layout with a contents directory (_internal)
 BOOTSTRAP_MODULE = "_cudnn_bootstrap"
@@ -83,7 +86,7 @@ class FrozenLayout:
 
 
 def build_pyinstaller_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
-                          ) -> tuple[Path, dict[str, str]]:
+                          ) -> tuple[Path, BootstrapEntry]:
     """Build the app into `staging`; return sys._MEIPASS's folder and the bootstrap entry.
     (`target`, the final output folder, is not needed: PyInstaller writes only below
     `staging` and the build folder.)"""
@@ -95,10 +98,9 @@ def build_pyinstaller_app(spec: Spec, recipe: Recipe, staging: Path, target: Pat
                            "run `bundler pack` with a 64-bit Windows Python (PyInstaller "
                            "cannot build for another platform)")
     frozen = freeze(spec, staging, frozenset(name.lower() for name in recipe.files))
-    return frozen.app_root, {
-        "module": BOOTSTRAP_MODULE, "runtime_hook": RUNTIME_HOOK,
-        "sha256": frozen.bootstrap_sha256,
-        "stored": "inside the executable's PYZ archive, not a file on disk"}
+    return frozen.app_root, BootstrapEntry(
+        module=BOOTSTRAP_MODULE, runtime_hook=RUNTIME_HOOK, sha256=frozen.bootstrap_sha256,
+        stored="inside the executable's PYZ archive, not a file on disk")
 
 
 def freeze(spec: Spec, staging: Path, runtime_names: frozenset[str]) -> FrozenApp:
@@ -155,7 +157,7 @@ def build_environment(environ: Mapping[str, str], runtime_names: frozenset[str]
 
 
 def _is_cuda_path_var(key: str) -> bool:
-    return key.upper().startswith("CUDA_PATH")
+    return windows_facts().is_cuda_path_variable(key)
 
 
 def _is_cuda_folder(entry: str, cuda_roots: Iterable[str], runtime_names: frozenset[str]) -> bool:
@@ -188,7 +190,7 @@ def _prepare(spec: Spec) -> BuildPlan:
               "app_spec_name": app_spec.stem, "runtime_hook": str(hook_dir / RUNTIME_HOOK),
               "bootstrap_dir": str(hook_dir), "bootstrap": BOOTSTRAP_MODULE,
               "layout": str(layout)}
-    wrapper = work / "bundler.spec"
+    wrapper = work / "bundler.pack.spec"
     wrapper.write_text(_wrapper_text(params), encoding="utf-8")
     return BuildPlan(work=work, app_spec=app_spec, wrapper=wrapper, layout=layout,
                      log=work / "pyinstaller.log", bootstrap_sha256=sha256,
@@ -214,14 +216,8 @@ def _app_spec(spec: Spec, work: Path) -> Path:
 
 
 def _wrapper_text(params: dict[str, str]) -> str:
-    text = resources.files("bundler").joinpath("pyinstaller_wrapper.py").read_text(
-        encoding="utf-8")
-    default = "PARAMS: dict = {}  # set by bundler pack"
-    if default not in text:  # a real check: asserts vanish under python -O
-        raise BuildError(f"bundler's pyinstaller_wrapper.py has no line {default!r} to "
-                         "fill in", "this bundler installation is damaged or modified: "
-                         "reinstall it")
-    return text.replace(default, f"PARAMS: dict = {params!r}", 1)
+    return fill_template("bundler.pack.builders", "pyinstaller_wrapper.py",
+                         "PARAMS: dict = {}  # set by bundler pack", f"PARAMS: dict = {params!r}")
 
 
 def _run_pyinstaller(spec: Spec, plan: BuildPlan, dist: Path, environ: dict[str, str],

@@ -14,8 +14,8 @@ from importlib import resources
 from pathlib import Path
 
 from bundler.errors import BundlerError
-from bundler.tomlfile import Table, tomllib
-from bundler.wheel import normalize
+from bundler.support.toml_tables import Table, tomllib
+from bundler.support.wheel_names import normalize
 
 _NUMBERS = re.compile(r"\d+")
 
@@ -65,9 +65,14 @@ class CompatFacts:
     minor_compatible: tuple[tuple[str, str], ...] = ()   # (CUDA major, oldest driver)
 
     def min_driver_for(self, cuda: str) -> str:
-        """The driver of a CUDA release: the oldest with all its features."""
-        wanted = version_tuple(cuda)[:2]
-        return next((d for c, d in self.driver_minimum if version_tuple(c) == wanted), "")
+        """The driver of a CUDA release ("12.9", or an update "12.9.1"): the oldest with
+        all its features. An update the table lacks gets its release's (GA) row."""
+        wanted = version_tuple(cuda)
+        for key in (wanted, wanted[:2]):
+            found = next((d for c, d in self.driver_minimum if version_tuple(c) == key), "")
+            if found:
+                return found
+        return ""
 
     def minor_compatible_from(self, cuda: str) -> str:
         """The oldest driver of CUDA `cuda`'s major that runs it under minor-version
@@ -95,7 +100,7 @@ class CompatFacts:
 
 @lru_cache(maxsize=1)
 def compat_facts() -> CompatFacts:
-    resource = resources.files("bundler").joinpath("compat.toml")
+    resource = resources.files("bundler.windows").joinpath("compat.toml")
     return parse_compat(tomllib.loads(resource.read_text(encoding="utf-8")),
                         Path(str(resource)))
 

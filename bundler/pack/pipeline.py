@@ -1,40 +1,27 @@
 """`bundler pack`: spec -> recipe -> sources -> stage -> resolve -> emit -> lock.
 
-Each stage is its own module and passes plain data; this module only runs them
+Each stage is its own module and passes typed data; this module only runs them
 in order, inside an atomic output folder, so a failure changes nothing.
+(docs/architecture.md draws it.)
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundler.build_folder import build_folder_app
-from bundler.build_pyinstaller import build_pyinstaller_app
-from bundler.emit import MANIFEST_NAME, Manifest, build_manifest
-from bundler.lock import Lock, check_lock
-from bundler.output import refuse_unsafe_target, staged_output
+from bundler.manifest import MANIFEST_NAME, Manifest, write_manifest
+from bundler.pack.builders import BUILDERS
+from bundler.pack.emit import build_manifest
+from bundler.pack.lock import Lock, check_lock
+from bundler.pack.output import refuse_unsafe_target, staged_output
+from bundler.pack.resolve import resolve
+from bundler.pack.sources import Source, close_all, open_sources
+from bundler.pack.spec import Spec
+from bundler.pack.stage import StagedFile, stage_files
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
-from bundler.resolve import resolve
-from bundler.sources import Source, close_all, open_sources
-from bundler.spec import BUILDERS as BUILDER_NAMES
-from bundler.spec import Spec
-from bundler.stage import StagedFile, stage_files
-
-# A builder makes the app in the staging folder and says where the bootstrap's
-# folder is (the runtime goes inside it) and the bootstrap's manifest entry. It gets
-# the spec, the recipe, the staging folder and the final output folder (each builder
-# uses what it needs: the recipe's platform and file names, or the output to skip).
-Builder = Callable[[Spec, Recipe, Path, Path], tuple[Path, dict[str, str]]]
-BUILDERS: dict[str, Builder] = {"folder": build_folder_app,
-                                "pyinstaller": build_pyinstaller_app}
-# spec.BUILDERS is the list of names a spec may choose (spec cannot import the builders:
-# they import spec). This table must implement exactly those; checked on every import.
-if set(BUILDERS) != set(BUILDER_NAMES):
-    raise RuntimeError(f"bundler.pack implements builders {sorted(BUILDERS)}, but "
-                       f"bundler.spec offers {sorted(BUILDER_NAMES)}")
 
 
 @dataclass(frozen=True)
@@ -66,7 +53,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             resolved = resolve(recipe, components, staged, origins)
             manifest = build_manifest(recipe, [c.name for c in components], spec.runtime_dir,
                                       resolved, bootstrap, spec.require_driver)
-            (app_root / spec.runtime_dir / MANIFEST_NAME).write_bytes(manifest.to_bytes())
+            write_manifest(app_root / spec.runtime_dir / MANIFEST_NAME, manifest)
             lock = _lock(recipe, sources, staged)
             check_lock(spec.lock_path, lock, update_lock)
             staging.replace_with_bundle(spec.lock_path, lock.to_bytes())

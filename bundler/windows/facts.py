@@ -1,5 +1,6 @@
 """Knowledge of Windows itself (not of any runtime): which DLLs every machine has,
-and how CUDA names its libraries. The facts are in windows.toml beside this file."""
+which come with the NVIDIA driver, what may ship in an app, and how CUDA names its
+libraries and its toolkit variables. The facts are in windows.toml beside this file."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from bundler.tomlfile import tomllib
+from bundler.support.toml_tables import tomllib
 
 
 @dataclass(frozen=True)
@@ -18,8 +19,22 @@ class WindowsFacts:
     system: tuple[str, ...]
     vc_runtime: tuple[str, ...]
     cuda_library: re.Pattern[str]
+    driver: tuple[str, ...]
+    redistributable: tuple[str, ...]
+    cuda_path_variable: re.Pattern[str]
     api_sets: tuple[str, ...] = ()
     dll_search_order: tuple[str, ...] = ()
+
+    def is_driver(self, dll: str) -> bool:
+        """A DLL the NVIDIA driver installs: imported freely, never bundled."""
+        return name_matches(dll, self.driver)
+
+    def is_redistributable(self, name: str) -> bool:
+        return name_matches(name, self.redistributable)
+
+    def is_cuda_path_variable(self, variable: str) -> bool:
+        """CUDA_PATH or CUDA_PATH_V<major>_<minor>, as toolkit installers set them."""
+        return bool(self.cuda_path_variable.match(variable))
 
     def is_system(self, dll: str) -> bool:
         return (name_matches(dll, self.system) or name_matches(dll, self.vc_runtime)
@@ -53,12 +68,16 @@ def name_matches(name: str, patterns: Iterable[str]) -> bool:
 
 @lru_cache(maxsize=1)
 def windows_facts() -> WindowsFacts:
-    data = tomllib.loads(resources.files("bundler").joinpath("windows.toml").read_text())
+    data = tomllib.loads(resources.files("bundler.windows").joinpath("windows.toml")
+                         .read_text(encoding="utf-8"))
     prefixes = "|".join(re.escape(p) for p in data["cuda_library_prefixes"])
     return WindowsFacts(
         system=tuple(p.lower() for p in data["system"]),
         vc_runtime=tuple(p.lower() for p in data["vc_runtime"]),
         cuda_library=re.compile(rf"^(?:{prefixes})(?:64)?_(\d+)"),
+        driver=tuple(p.lower() for p in data["driver"]),
+        redistributable=tuple(data["redistributable"]),
+        cuda_path_variable=re.compile(data["cuda_path_variable"], re.IGNORECASE),
         api_sets=tuple(p.lower() for p in data["api_sets"]),
         dll_search_order=tuple(data["dll_search_order"]),
     )

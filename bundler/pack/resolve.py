@@ -1,8 +1,8 @@
 """Resolve: check each staged runtime DLL and work out the order to load them in.
 
-Checks (DESIGN.md, "Checks at pack time"): the machine type fits the platform,
-the version resource matches the recipe, every static import is bundled or is a
-known Windows/driver DLL, and no DLL was built for another CUDA major.
+Checks (docs/architecture.md, "Checks at pack time"): the machine type fits the
+platform, the version resource matches the recipe, every static import is bundled or
+is a known Windows/driver DLL, and no DLL was built for another CUDA major.
 """
 
 from __future__ import annotations
@@ -12,29 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bundler.errors import CheckError
-from bundler.pe import PLATFORM_MACHINE, PEInfo, is_pe, read_pe
+from bundler.manifest import FileEntry
+from bundler.pack.stage import StagedFile
 from bundler.recipe import Component, Recipe
-from bundler.stage import StagedFile
-from bundler.windows import WindowsFacts, windows_facts
-
-
-@dataclass(frozen=True)
-class BundledFile:
-    """A staged file with the facts the manifest records."""
-
-    relpath: str
-    name: str
-    size: int
-    sha256: str
-    component: str
-    source: str
-    machine: str
-    version: str
+from bundler.windows.imports import MISSING, resolve_import
+from bundler.windows.pe_file import PLATFORM_MACHINE, PEInfo, is_pe, read_pe
 
 
 @dataclass(frozen=True)
 class ResolvedRuntime:
-    files: list[BundledFile]
+    files: list[FileEntry]
     load_order: list[str]   # relpaths of the DLLs, dependencies first
 
 
@@ -42,7 +29,7 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
             origins: Mapping[str, str]) -> ResolvedRuntime:
     """`origins` maps a source id to where it was read from, for the error message."""
     infos = _pe_infos(staged)
-    found = _check_all(recipe, staged, infos, windows_facts())
+    found = _check_all(recipe, staged, infos)
     if found:
         where = ", ".join(sorted({origins[item.file.source] for item, _ in found}))
         texts = "; ".join(problem.text for _, problem in found)
@@ -54,8 +41,8 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
     return ResolvedRuntime(files=files, load_order=[relpath[name] for name in order])
 
 
-def _bundled(staged: StagedFile, info: PEInfo | None) -> BundledFile:
-    return BundledFile(relpath=staged.relpath, name=staged.file.name, size=staged.size,
+def _bundled(staged: StagedFile, info: PEInfo | None) -> FileEntry:
+    return FileEntry(path=staged.relpath, name=staged.file.name, size=staged.size,
                        sha256=staged.sha256, component=staged.file.component,
                        source=staged.file.source, machine=info.machine if info else "",
                        version=info.file_version if info else "")
@@ -90,8 +77,8 @@ def _pe_infos(staged: list[StagedFile]) -> dict[str, PEInfo]:
     return infos
 
 
-def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo],
-               facts: WindowsFacts) -> list[tuple[StagedFile, Problem]]:
+def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo]
+               ) -> list[tuple[StagedFile, Problem]]:
     bundled = {name.lower() for name in infos}
     found = []
     for item in staged:
@@ -100,12 +87,12 @@ def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo
             found.append((item, Problem("not_pe", f"{name} is not a valid Windows DLL")))
         elif name in infos:
             found += [(item, problem) for problem in _check_one(
-                recipe, name, item.file.version, infos[name], bundled, facts)]
+                recipe, name, item.file.version, infos[name], bundled)]
     return found
 
 
 def _check_one(recipe: Recipe, name: str, expected_version: str, info: PEInfo,
-               bundled: set[str], facts: WindowsFacts) -> list[Problem]:
+               bundled: set[str]) -> list[Problem]:
     wanted_machine = PLATFORM_MACHINE.get(recipe.platform)
     if wanted_machine and info.machine != wanted_machine:
         bits = "32-bit" if info.machine == "I386" else "wrong architecture"
@@ -117,25 +104,24 @@ def _check_one(recipe: Recipe, name: str, expected_version: str, info: PEInfo,
         problems.append(Problem("version", f"{name} has version {info.file_version or 'none'}"
                                            f", the recipe expects {expected_version}"))
     for imported in info.all_imports:
-        problem = _check_import(recipe, name, imported, bundled, facts)
+        problem = _check_import(recipe, name, imported, bundled)
         if problem:
             problems.append(problem)
     return problems
 
 
-def _check_import(recipe: Recipe, name: str, imported: str, bundled: set[str],
-                  facts: WindowsFacts) -> Problem | None:
-    lowered = imported.lower()
-    if lowered in bundled or facts.is_system(lowered) or recipe.is_never_bundled(lowered):
+def _check_import(recipe: Recipe, name: str, imported: str, bundled: set[str]
+                  ) -> Problem | None:
+    found = resolve_import(imported, bundled, (recipe,))
+    if found.status != MISSING:
         return None
-    major = facts.cuda_major_of(lowered)
+    major = found.cuda_major
     if major is not None and major != recipe.cuda_major:
         return Problem("cuda_major", f"{name} imports {imported}, a CUDA {major} library: it "
                                      f"is a build for CUDA {major}, not CUDA {recipe.cuda}")
-    owner = next((f for f in recipe.files.values() if f.name.lower() == lowered), None)
-    if owner is not None:
+    if found.owner is not None:
         return Problem("unselected", f"{name} imports {imported} of component "
-                                     f"'{owner.component}', which is not selected")
+                                     f"'{found.owner[1].component}', which is not selected")
     return Problem("unknown_import", f"{name} imports {imported}, which is neither bundled "
                                      "nor a Windows/driver DLL")
 

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.hashing import sha256_file
-from bundler.progress import interactive
 from bundler.recipe import SourceSpec
+from bundler.support.hashing import sha256_file
+from bundler.support.progress import interactive
 
 CACHE_VARIABLE = "BUNDLER_CACHE"
 DEFAULT_CACHE = "~/.cache/bundler/wheels"

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bundler.diagnose.verify import find_manifest
 from bundler.errors import BundlerError, RefusedError
-from bundler.verify import DamagedManifest, find_manifest
+from bundler.manifest import DamagedManifest, UnsupportedManifest
 
 
 def refuse_unsafe_target(target: Path, protected: list[Path]) -> None:
@@ -60,8 +61,8 @@ class Staging:
 def _is_bundle(folder: Path) -> bool:
     try:
         find_manifest(folder)
-    except DamagedManifest:
-        return True  # ours, damaged: packing again is the fix verify suggests
+    except (DamagedManifest, UnsupportedManifest):
+        return True  # ours, damaged or newer: packing again is the fix verify suggests
     except BundlerError:
         return False
     return True

@@ -17,24 +17,16 @@ from __future__ import annotations
 import base64
 import csv
 import io
-import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundler.archive import ZipArchive
 from bundler.errors import SourceError
-from bundler.fetch import download_command
+from bundler.pack.sources.archive_source import ArchiveSource
+from bundler.pack.sources.fetch import download_command
 from bundler.recipe import SourceSpec
-
-_NAME = re.compile(r"^(?P<dist>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?"
-                   r"-(?P<python>[^-]+)-(?P<abi>[^-]+)-(?P<platform>[^-]+)\.whl$")
-
-
-@dataclass(frozen=True)
-class WheelName:
-    distribution: str
-    version: str
-    platforms: tuple[str, ...]   # a compressed tag set: "a.b" is two platforms
+from bundler.support.wheel_names import WheelName, normalize, wheel_name
+from bundler.support.zip_reader import ZipArchive
 
 
 @dataclass(frozen=True)
@@ -45,20 +37,6 @@ class WheelFacts:
     dist_info: str
     tag_platforms: tuple[str, ...]
     record: dict[str, str]       # member -> sha256 hex ("" where RECORD gives none)
-
-
-def normalize(name: str) -> str:
-    """Compare distribution names as the wheel spec does: case and -_. runs ignored."""
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def wheel_name(file_name: str) -> WheelName | None:
-    """What a wheel's file name says, or None if it is not named like a wheel."""
-    found = _NAME.match(file_name)
-    if not found:
-        return None
-    return WheelName(distribution=found["dist"], version=found["version"],
-                     platforms=tuple(found["platform"].split(".")))
 
 
 def parse_wheel_name(path: Path, spec: SourceSpec) -> WheelName:
@@ -164,3 +142,33 @@ def _hex_sha256(digest: str, member: str, path: Path) -> str:
 
 def _command(spec: SourceSpec) -> str:
     return download_command([spec])
+
+
+class WheelSource(ArchiveSource):
+    """A PyPI wheel such as nvidia-cudnn-cu11: a zip that records each member's sha256.
+
+    Before any member is used: the file name and WHEEL must name the recipe's platform
+    (and package and version). Each member the pack takes must match RECORD. The wheel
+    knowledge lives in wheel.py; this class fits it to the Source interface.
+    """
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
+        name = parse_wheel_name(location, spec)
+        check_name(location, name, spec)
+        super().__init__(spec, location, origin, takes)
+        try:
+            self._facts = read_facts(self._archive, name, spec)
+            check_recorded(location, self._facts,
+                                 [self._prefix + m for m in self.expected], spec)
+        except BaseException:
+            self.close()
+            raise
+
+    def confirm(self, member: str, sha256: str) -> None:
+        check_member(self.location, self._facts, self._prefix + member, sha256,
+                           self.spec)
+
+    def _pin_hint(self) -> str:
+        return (f"this is not the wheel the recipe pins ({self.origin}): delete it and get "
+                f"the published one: {download_command([self.spec])}")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from bundler.progress import byte_progress
+from bundler.support.progress import byte_progress
 
 # The size of every streaming read in bundler: hashing, zip members, folder files.
 CHUNK = 1 << 20

@@ -7,15 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import SpecError
-from bundler.tomlfile import Table, load_toml
+from bundler.pack.builders import BUILDERS
+from bundler.support.paths import escapes, windows_can_name
+from bundler.support.toml_tables import Table, load_toml
 
-# The builders a spec may name; bundler.pack maps each to its function (and checks it
-# maps exactly these). Names only: the builders import this module.
-BUILDERS = ("folder", "pyinstaller")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-# Names Windows cannot give a folder, whatever the extension.
-_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)),
-                     *(f"LPT{i}" for i in range(1, 10))}
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,7 @@ def load_spec(path: Path) -> Spec:
 
 def _app_name(app: Table) -> str:
     name = app.take("name", str)
-    if not _SAFE_NAME.match(name) or not _windows_can_name(name):
+    if not _SAFE_NAME.match(name) or not windows_can_name(name):
         raise SpecError(f"{app.path}: app.name {name!r} cannot be a folder name",
                         "use letters, digits, '.', '_' and '-' only")
     return name
@@ -90,17 +86,13 @@ def _builder(app: Table) -> str:
     return builder
 
 
-def _windows_can_name(part: str) -> bool:
-    return not (part.endswith((".", " ")) or part.split(".")[0].upper() in _WINDOWS_RESERVED)
-
-
 def _relative_inside(table: Table, key: str, value: str) -> PurePosixPath:
     """A relative path that stays inside its folder: no absolute paths, no '..'."""
     posix = PurePosixPath(value.replace("\\", "/"))
-    if posix.is_absolute() or re.match(r"^[A-Za-z]:", value) or ".." in posix.parts:
+    if escapes(value):
         raise SpecError(f"{table.path}: {table.where}.{key} = {value!r} escapes its folder",
                         "give a path relative to the spec's folder, without '..'")
-    unnamable = [part for part in posix.parts if not _windows_can_name(part)]
+    unnamable = [part for part in posix.parts if not windows_can_name(part)]
     if unnamable:
         raise SpecError(f"{table.path}: {table.where}.{key} = {value!r}: Windows cannot name "
                         f"a file or folder {unnamable[0]!r}",

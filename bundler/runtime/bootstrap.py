@@ -24,6 +24,7 @@ import os
 import sys
 
 RUNTIME_DIR = "cudnn"  # the runtime folder inside the app; set by bundler pack
+MANIFEST_FORMAT = 1  # the newest manifest format this bootstrap reads
 
 # LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR: a DLL's own
 # imports resolve beside it and in add_dll_directory folders, never through PATH.
@@ -98,14 +99,22 @@ def same_file(a, b):
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
-def _read_manifest():
-    path = os.path.join(runtime_folder(), "manifest.json")
+def read_manifest(path):
+    """The manifest's JSON (format: docs/formats.md). bundler.manifest writes it and
+    validates it for the tools; here only what start-up needs is checked."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            data = json.load(handle)
     except (OSError, ValueError) as exc:
         raise BundledRuntimeError(
             f"bundled runtime manifest {path} cannot be read ({exc}); {_REPACK}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("load_order"), list):
+        raise BundledRuntimeError(f"bundled runtime manifest {path} is damaged; {_REPACK}")
+    if not isinstance(data.get("format"), int) or data["format"] > MANIFEST_FORMAT:
+        raise BundledRuntimeError(
+            f"bundled runtime manifest {path} has format {data.get('format')!r}; this "
+            f"bootstrap reads format {MANIFEST_FORMAT}: {_REPACK}")
+    return data
 
 
 def _loaded_modules():
@@ -216,7 +225,8 @@ def driver_older(version, minimum):
 
 def cuda_needed(cuda):
     """The cuDriverGetVersion of a driver that supports CUDA "10.1": 10010 ("11": 11000)."""
-    major, _, minor = cuda.partition(".")
+    major, _, rest = cuda.partition(".")
+    minor = rest.partition(".")[0]  # "12.9.1", an update, needs what 12.9 needs
     return int(major) * 1000 + int(minor or 0) * 10
 
 
@@ -292,7 +302,7 @@ def activate():
     global _dll_directory, _manifest, _activated
     if os.name != "nt" or _activated:
         return
-    _manifest = _read_manifest()
+    _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
     _check_driver()
     if _dll_directory is None:  # a retry after a failed load keeps the first one
         _dll_directory = os.add_dll_directory(runtime_folder())
@@ -320,9 +330,9 @@ def report():
     }
 
 
-# Imported as bundler.bootstrap (bundler doctor shares the driver check), it only
+# Imported as bundler.runtime.bootstrap (bundler doctor shares the driver check), it only
 # defines functions; shipped into an app, importing it activates the runtime.
-if __name__ != "bundler.bootstrap":
+if __name__ != "bundler.runtime.bootstrap":
     activate()
 
 if __name__ == "__main__":

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bundler.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
 from bundler.errors import SpecError
-from bundler.recipe import Recipe
-from bundler.spec import Spec
+from bundler.manifest import BootstrapEntry
+from bundler.pack.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
+
+if TYPE_CHECKING:  # the spec module imports the builders table
+    from bundler.pack.spec import Spec
+    from bundler.recipe import Recipe
 
 # Never copied from the user's app folder into the bundle.
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
 
 
 def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
-                     ) -> tuple[Path, dict[str, str]]:
+                     ) -> tuple[Path, BootstrapEntry]:
     """Copy the app into `staging`; return the bootstrap's folder and its manifest entry.
     (The app is copied as it is, so the recipe is not needed.)"""
     app = spec.app_path
@@ -30,7 +34,7 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
     sha256 = write_bootstrap(staging / BOOTSTRAP_NAME, spec.runtime_dir)
     if spec.entry:
         inject_entry(staging / spec.entry, spec.entry.count("/"))
-    return staging, {"path": BOOTSTRAP_NAME, "sha256": sha256}
+    return staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256)
 
 
 def _skip_output(target: Path):

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.hashing import write_hashed
-from bundler.progress import byte_progress
+from bundler.pack.sources import Source
 from bundler.recipe import RuntimeFile
-from bundler.sources import Source
+from bundler.support.hashing import write_hashed
+from bundler.support.progress import byte_progress
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from bundler.bootstrap import cuda_text, driver_check, runs_on, same_file
-from bundler.compat import CompatFacts, FrameworkEntry, compat_facts
-from bundler.hashing import sha256_file
-from bundler.inspect import Dependency, DllFacts, dll_facts
-from bundler.machine import (
+from bundler.diagnose.host import (
     DllCopy,
     DriverFacts,
     InstalledFramework,
@@ -38,11 +34,16 @@ from bundler.machine import (
     search_folders,
     system_folders,
 )
-from bundler.pe import BITS, PLATFORM_MACHINE
+from bundler.diagnose.inspection import Dependency, DllFacts, dll_facts
+from bundler.diagnose.verify import VerifyReport, find_manifest, verify
+from bundler.manifest import FileEntry, Versions
 from bundler.recipe import Recipe, shipped_recipes
-from bundler.tables import format_table
-from bundler.verify import VerifyReport, find_manifest, verify
-from bundler.windows import windows_facts
+from bundler.runtime.bootstrap import cuda_text, driver_check, runs_on, same_file
+from bundler.support.hashing import sha256_file
+from bundler.support.text_tables import format_table
+from bundler.windows.compat import CompatFacts, FrameworkEntry, compat_facts
+from bundler.windows.facts import windows_facts
+from bundler.windows.pe_file import BITS, PLATFORM_MACHINE
 
 PROBLEM, OK, NOTE = "problem", "ok", "note"
 _REPACK = "re-run `bundler pack` (an antivirus may have quarantined a file)"
@@ -329,35 +330,39 @@ def _framework_loads(title: str, expects: FrameworkEntry,
 def examine_bundle(app: Path, environ: Mapping[str, str] | None = None) -> BundleReport:
     found = find_manifest(app.resolve())
     checked = verify(app, found)
-    manifest = found.data
+    manifest = found.manifest
     environ = os.environ if environ is None else environ
-    entries = [e for e in manifest["files"] if str(e["path"]).lower().endswith(".dll")]
+    entries = manifest.dll_entries
     folders = search_folders(environ, application=os.path.dirname(sys.executable))
     placed = place(find_copies([f for f in folders if f.searched],
-                               sorted({PurePosixPath(e["path"]).name for e in entries})))
-    versions = dict(manifest.get("versions", {}))
+                               sorted({PurePosixPath(e.path).name for e in entries})))
+    versions = _plain_versions(manifest.versions)
     report = BundleReport(
-        app=str(app), manifest=str(found.path), recipe=manifest.get("recipe", {}).get(
-            "name", ""), platform=str(manifest.get("platform", "")), versions=versions,
-        require_driver=bool(manifest.get("require_driver", False)),
-        verify=checked.to_dict(),
-        dlls=_bundled_dlls(found.root, entries, checked, placed, manifest),
+        app=str(app), manifest=str(found.path), recipe=manifest.recipe.name,
+        platform=manifest.platform, versions=versions,
+        require_driver=manifest.require_driver, verify=checked.to_dict(),
+        dlls=_bundled_dlls(found.root, entries, checked, placed, manifest.recipe.name),
         driver=driver_check(versions) if os.name == "nt" else {})
-    expected = {PurePosixPath(e["path"]).name.lower() for e in entries}
+    expected = {PurePosixPath(e.path).name.lower() for e in entries}
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report))
     return replace(report, findings=tuple(findings))
 
 
-def _bundled_dlls(root: Path, entries: list[dict], checked: VerifyReport,
-                  placed: list[PlacedCopy], manifest: dict) -> tuple[BundledDll, ...]:
+def _plain_versions(versions: Versions) -> dict[str, str]:
+    """The versions as the bootstrap's driver check reads them from the manifest."""
+    return {key: value for key, value in asdict(versions).items() if value}
+
+
+def _bundled_dlls(root: Path, entries: tuple[FileEntry, ...], checked: VerifyReport,
+                  placed: list[PlacedCopy], recipe_name: str) -> tuple[BundledDll, ...]:
     """Facts of each bundled DLL still present (verify reports the missing ones)."""
-    recipes = _recipes_for(manifest.get("recipe", {}).get("name", ""))
-    present = [(e, root / e["path"]) for e in entries if (root / e["path"]).is_file()]
+    recipes = _recipes_for(recipe_name)
+    present = [(e, root / e.path) for e in entries if (root / e.path).is_file()]
     beside = {path.name.lower() for _, path in present}
     dlls = []
     for entry, path in present:
-        known = "" if entry["path"] in checked.changed else str(entry["sha256"])
+        known = "" if entry.path in checked.changed else entry.sha256
         facts = dll_facts(path, beside, recipes, sha256=known)
         same_name = tuple(p for p in placed if p.copy.name.lower() == facts.name.lower()
                           and not same_file(p.copy.path, path))

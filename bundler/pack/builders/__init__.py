@@ -1,0 +1,25 @@
+"""Builders: make the app in the staging folder, before the runtime goes into it.
+
+A builder gets the spec, the recipe, the staging folder and the final output folder
+(each uses what it needs) and returns the folder the runtime goes below (the app's
+top, or sys._MEIPASS's folder of a frozen app) and the bootstrap's manifest entry.
+This table is the one list of builders: a spec's app.builder must name one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bundler.manifest import BootstrapEntry
+from bundler.pack.builders.folder import build_folder_app
+from bundler.pack.builders.pyinstaller import build_pyinstaller_app
+
+if TYPE_CHECKING:
+    from bundler.pack.spec import Spec
+    from bundler.recipe import Recipe
+
+Builder = Callable[["Spec", "Recipe", Path, Path], tuple[Path, BootstrapEntry]]
+BUILDERS: dict[str, Builder] = {"folder": build_folder_app,
+                                "pyinstaller": build_pyinstaller_app}

@@ -1,0 +1,58 @@
+"""The "archive" source kind: a zip such as NVIDIA's cuDNN download."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+
+from bundler.errors import SourceError
+from bundler.pack.sources.base import Source
+from bundler.recipe import SourceSpec
+from bundler.support.hashing import PiggybackDigest
+from bundler.support.zip_reader import ZipArchive
+
+
+class ArchiveSource(Source):
+    """A zip such as NVIDIA's cuDNN download: members under a root folder."""
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
+        super().__init__(spec, location, origin, takes)
+        self._archive = ZipArchive(location)
+        self._prefix = f"{spec.root.strip('/')}/" if spec.root else ""
+        missing = [m for m in self.expected if self._prefix + m not in self._archive.members]
+        if missing:
+            self.close()
+            raise self._missing(missing, "this is not the archive the recipe expects, or it "
+                                "is incomplete: download it again")
+        # The file's own sha256 (lock, recipe pin) comes from the member reads: one pass.
+        self._digest = PiggybackDigest(location)
+
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        # Every member, in file order, feeds the archive's own sha256 as it is read.
+        members = self._archive.members
+        for name in sorted(members, key=lambda n: members[n].header_offset):
+            member = name[len(self._prefix):] if name.startswith(self._prefix) else ""
+            if member in self.takes:
+                chunks = self._archive.read_chunks(name, self._digest.see)
+                yield member, chunks
+                for _ in chunks:  # whatever the caller left unread is still CRC-checked
+                    pass
+            else:
+                self._archive.check_member(name, self._digest.see)
+
+    def size(self, member: str) -> int:
+        return self._archive.members[self._prefix + member].size
+
+    def identity(self, member_hashes: Mapping[str, str]) -> str:
+        sha256 = self._digest.hexdigest()
+        if self.spec.sha256 and sha256 != self.spec.sha256:
+            raise SourceError(f"{self.location}: sha256 {sha256} differs from the "
+                              f"recipe's pin {self.spec.sha256}", self._pin_hint())
+        return sha256
+
+    def _pin_hint(self) -> str:
+        return "this is not the file the recipe names: get the original"
+
+    def close(self) -> None:
+        self._archive.__exit__()

@@ -1,0 +1,63 @@
+"""The interface every source kind implements; the pipeline sees only this."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+
+from bundler.errors import SourceError
+from bundler.recipe import SourceSpec
+
+
+class Source:
+    """One opened input. Subclasses implement finding, checking and reading members.
+
+    `takes`: the members the pack will take from it. Opening checks they are all there,
+    with what the recipe lists as the source's contents (a recipe need not list them).
+    """
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
+        self.spec = spec
+        self.location = location
+        self.origin = origin  # where the location came from: the spec, --source, an env var
+        self.takes = frozenset(takes)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def expected(self) -> list[str]:
+        """Every member the input must hold: its listed contents and what the pack takes."""
+        listed = set(self.spec.contents)
+        return [*self.spec.contents, *sorted(m for m in self.takes if m not in listed)]
+
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        """Yield each member the pack takes with its bytes, in the input's own order, and
+        check whatever else the input holds on the way (an archive's other members'
+        CRCs): one pass that reads the input front to back, each byte once. Read each
+        member's bytes to the end before asking for the next."""
+        raise NotImplementedError
+
+    def size(self, member: str) -> int:
+        raise NotImplementedError
+
+    def confirm(self, member: str, sha256: str) -> None:
+        """Check a member's bytes, as staged, against what the input itself records.
+
+        The stage hashes each member as it writes it and passes the digest here, so a
+        source that records hashes (a wheel's RECORD) checks them without hashing twice.
+        """
+
+    def identity(self, member_hashes: Mapping[str, str]) -> str:
+        """A sha256 that changes whenever this input changes, for the lock."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release open files."""
+
+    def _missing(self, names: list[str], hint: str) -> SourceError:
+        listed = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
+        return SourceError(f"{self.location}: source '{self.id}' ({self.origin}) lacks "
+                           f"{len(names)} expected file(s): {listed}", hint)

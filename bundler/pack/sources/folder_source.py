@@ -1,0 +1,50 @@
+"""The "toolkit" and "folder" source kinds: a folder on disk, e.g. an installed CUDA."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
+
+from bundler.errors import SourceError
+from bundler.pack.sources.base import Source
+from bundler.recipe import SourceSpec
+from bundler.support.hashing import CHUNK
+
+
+class FolderSource(Source):
+    """A folder on disk, such as an installed CUDA toolkit."""
+
+    def __init__(self, spec: SourceSpec, location: Path, origin: str,
+                 takes: Collection[str] = ()) -> None:
+        super().__init__(spec, location, origin, takes)
+        if not location.is_dir():
+            raise SourceError(f"{location}: source '{spec.id}' ({origin}) is not a folder",
+                              f"point [sources] {spec.id} at the folder")
+        missing = [m for m in self.expected if not (location / m).is_file()]
+        if missing:
+            raise self._missing(missing, _folder_hint(spec))
+
+    def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
+        for member in sorted(self.takes):
+            yield member, self._read(member)
+
+    def _read(self, member: str) -> Iterator[bytes]:
+        with open(self.location / member, "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                yield chunk
+
+    def size(self, member: str) -> int:
+        return (self.location / member).stat().st_size
+
+    def identity(self, member_hashes: Mapping[str, str]) -> str:
+        # A folder has no single file to hash: pin the files taken from it.
+        lines = "".join(f"{m}\0{h}\n" for m, h in sorted(member_hashes.items()))
+        return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def _folder_hint(spec: SourceSpec) -> str:
+    if spec.kind == "toolkit" and spec.env:
+        return (f"this is not a complete CUDA toolkit of the recipe's version: install it, "
+                f"or point {spec.id} (or {spec.env[0]}) at one that is")
+    return "check the folder holds the recipe's files"

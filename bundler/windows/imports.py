@@ -1,0 +1,54 @@
+"""Where a DLL's import resolves: the one answer pack, inspect and doctor share.
+
+An import named `name`, of a DLL that has `beside` next to it (the bundle, the folder,
+the archive), is:
+
+- bundled: a DLL of that name is beside it;
+- system: Windows or the VC++ runtime provides it (windows.toml);
+- driver: the NVIDIA driver provides it (windows.toml, never bundled);
+- missing: none of these. Then `cuda_major` says which CUDA it belongs to (if it is a
+  CUDA library) and `owner` which recipe ships it (if any of the given ones does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from bundler.recipe import Recipe, RuntimeFile
+from bundler.windows.facts import windows_facts
+
+BUNDLED, SYSTEM, DRIVER, MISSING = "bundled", "system", "driver", "missing"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    status: str                    # BUNDLED, SYSTEM, DRIVER or MISSING
+    cuda_major: int | None = None  # of a missing CUDA library
+    owner: tuple[Recipe, RuntimeFile] | None = None   # a recipe that ships it
+
+    @property
+    def note(self) -> str:
+        """Why a missing import matters, in a few words."""
+        if self.owner is not None:
+            recipe, runtime_file = self.owner
+            return f"recipe {recipe.name} takes it from source '{runtime_file.source}'"
+        if self.cuda_major is not None:
+            return f"a CUDA {self.cuda_major} library"
+        return ""
+
+
+def resolve_import(name: str, beside: Collection[str], recipes: Iterable[Recipe] = ()
+                   ) -> Resolution:
+    """`beside` holds lower-case file names; `recipes` are asked who ships a missing one."""
+    lowered = name.lower()
+    facts = windows_facts()
+    if lowered in beside:
+        return Resolution(BUNDLED)
+    if facts.is_system(lowered):
+        return Resolution(SYSTEM)
+    if facts.is_driver(lowered):
+        return Resolution(DRIVER)
+    owner = next(((r, f) for r in recipes for f in r.files.values()
+                  if f.name.lower() == lowered), None)
+    return Resolution(MISSING, facts.cuda_major_of(lowered), owner)
