@@ -129,6 +129,8 @@ def cmd_recipes(args: argparse.Namespace) -> int:
         for component in recipe.components.values():
             requires = f" -> {', '.join(component.requires)}" if component.requires else ""
             print(f"  component {component.name}: {', '.join(component.files)}{requires}")
+            if component.description:
+                print(f"    {component.description}")
         return EXIT_OK
     for recipe in shipped_recipes():
         print(f"{recipe.name:40} cuDNN {recipe.cudnn:10} CUDA {recipe.cuda:6} "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Exit codes of the command line (DESIGN.md, "Command line").
+# Exit codes of the command line (docs/architecture.md, "Exit codes").
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_BAD_INPUT = 2

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from bundler.errors import BundlerError
@@ -124,6 +124,49 @@ def _plain(value: Any) -> Any:
             continue
         out[spec.name] = _plain(item)
     return out
+
+
+# Where a bundle's manifest may sit below the app folder: <dir>/ for folder apps,
+# _internal/<dir>/ for PyInstaller 6 onedir apps.
+_MANIFEST_GLOBS = (f"*/{MANIFEST_NAME}", f"_internal/*/{MANIFEST_NAME}",
+                   f"*/*/{MANIFEST_NAME}", f"_internal/*/*/{MANIFEST_NAME}")
+
+
+@dataclass(frozen=True)
+class FoundManifest:
+    path: Path
+    root: Path   # the folder manifest paths are relative to
+    manifest: Manifest
+
+
+def find_manifest(app: Path) -> FoundManifest:
+    if not app.is_dir():
+        raise BundlerError(f"{app}: not a folder", "give the bundle folder made by bundler pack")
+    for pattern in _MANIFEST_GLOBS:
+        for path in sorted(app.glob(pattern)):
+            found = _bundler_manifest(path)
+            if found is not None:
+                return found
+    raise BundlerError(f"{app}: no bundler manifest found (looked for <dir>/{MANIFEST_NAME})",
+                       "give the folder `bundler pack` made (dist/<app name>)")
+
+
+def _bundler_manifest(path: Path) -> FoundManifest | None:
+    """The manifest at `path` if it is a bundler manifest (another tool's manifest.json
+    is passed over); DamagedManifest if it claims to be one but cannot be trusted."""
+    try:
+        data = read_json(path, MAX_MANIFEST_BYTES, DamagedManifest, "")
+    except DamagedManifest:
+        return None
+    if not looks_like_manifest(data):
+        return None
+    manifest = parse_manifest(data, path)
+    if not path.parent.as_posix().endswith("/" + manifest.runtime_dir):
+        raise DamagedManifest(f"{path}: the manifest is damaged: its runtime_dir "
+                              f"{manifest.runtime_dir!r} is not the folder it lies in",
+                              "re-run `bundler pack` to rebuild the bundle")
+    depth = len(PurePosixPath(manifest.runtime_dir).parts)
+    return FoundManifest(path=path, root=path.parents[depth], manifest=manifest)
 
 
 def write_manifest(path: Path, manifest: Manifest) -> None:

@@ -150,7 +150,7 @@ def find_recipe(name_or_path: str, relative_to: Path) -> Recipe:
 
 def load_recipe_file(path: Path) -> Recipe:
     data, raw = load_toml_bytes(path, RecipeError, "recipe")
-    top = Table(data, path, "", RecipeError)
+    top = Table(data, path, "", RecipeError, "docs/recipe-format.md")
     name = top.take("name", str)
     platform = top.take("platform", str)
     description = top.take("description", str, "")
@@ -227,7 +227,7 @@ def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
         source, member = ref.split(":", 1)
         target = ""
     elif isinstance(ref, dict):
-        entry = Table(ref, top.path, f"{component} file", RecipeError)
+        entry = Table(ref, top.path, f"{component} file", RecipeError, top.reference)
         source, member = entry.take("source", str), entry.take("member", str)
         target = entry.take("as", str, "")
         entry.done()

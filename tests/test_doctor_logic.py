@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.diagnose.doctor import PROBLEM, FrameworkReport, judge_machine, place
-from bundler.diagnose.host import (
+from bundler.diagnose.doctor.findings import PROBLEM, place
+from bundler.diagnose.doctor.host import (
     DllCopy,
     DriverFacts,
     InstalledFramework,
@@ -19,6 +19,7 @@ from bundler.diagnose.host import (
     installed_frameworks,
     search_folders,
 )
+from bundler.diagnose.doctor.machine_checks import FrameworkReport, judge_machine
 from bundler.errors import BundlerError
 from bundler.runtime.bootstrap import (
     cuda_needed,

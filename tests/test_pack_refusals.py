@@ -148,7 +148,7 @@ def test_malformed_spec_is_refused_and_changes_nothing(
     finally:
         good.spec.write_text(spec_text)
     assert code == 2
-    assert "unknown key(s) in [runtime]: component" in err
+    assert "unknown key 'runtime.component' (did you mean 'components'?)" in err
     assert snapshot(good.root) == before
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from bundler.errors import RecipeError
 from bundler.recipe import find_recipe, load_recipe_file, shipped_recipes
+from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
@@ -76,4 +77,44 @@ def test_a_renamed_file_must_be_a_bare_file_name(tmp_path: Path, name: str) -> N
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(RecipeError, match="is not a bare file name"):
+        load_recipe_file(path)
+
+
+def _with_versions(tmp_path: Path, cuda: str, extra: str) -> Path:
+    text = find_recipe(SEED, Path.cwd()).path.read_text().replace(
+        'cuda = "10.1"', f'cuda = "{cuda}"\n{extra}')
+    path = tmp_path / "recipe.toml"
+    path.write_text(text)
+    return path
+
+
+def test_driver_minimums_come_from_the_driver_table(tmp_path: Path) -> None:
+    """One home: the recipe names its CUDA release, the driver table gives the rest."""
+    recipe = load_recipe_file(_with_versions(tmp_path, "11.8", ""))
+    assert (recipe.min_driver, recipe.min_driver_compat) == (
+        compat_facts().min_driver_for("11.8"), compat_facts().minor_compatible_from("11.8"))
+    agreeing = load_recipe_file(_with_versions(
+        tmp_path, "11.8", f'min_driver = "{recipe.min_driver}"'))
+    assert agreeing.min_driver == recipe.min_driver
+
+
+def test_a_driver_minimum_that_disagrees_with_the_table_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError, match="driver table gives"):
+        load_recipe_file(_with_versions(tmp_path, "10.1", 'min_driver = "400.00"'))
+
+
+def test_a_cuda_release_the_table_lacks_needs_its_minimum(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError, match="has no CUDA 99.1"):
+        load_recipe_file(_with_versions(tmp_path, "99.1", ""))
+    recipe = load_recipe_file(_with_versions(tmp_path, "99.1", 'min_driver = "999.99"'))
+    assert recipe.min_driver == "999.99"
+
+
+def test_driver_dlls_are_never_in_a_recipe(tmp_path: Path) -> None:
+    text = find_recipe(SEED, Path.cwd()).path.read_text().replace(
+        'files = ["cudnn:bin/cudnn64_8.dll"]',
+        'files = ["cudnn:bin/cudnn64_8.dll", "cudnn:bin/nvcuda.dll"]')
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(RecipeError, match="nvcuda.dll is a driver or system DLL"):
         load_recipe_file(path)

@@ -91,3 +91,24 @@ def test_pyinstaller_builder_needs_script_or_spec(tmp_path: Path) -> None:
     text = GOOD.replace('path = "app"\nentry = "main.py"', 'builder = "pyinstaller"')
     with pytest.raises(SpecError, match="exactly one of"):
         load_spec(write(tmp_path, text))
+
+
+def test_a_misspelt_key_is_named_with_the_closest_known_one(tmp_path: Path) -> None:
+    """`recipie` is reported as unknown, not as a missing `recipe`."""
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "a"\npath = "app"\n[runtime]\nrecipie = "x"\n'
+                    'dirr = "rt"\n')
+    with pytest.raises(SpecError) as raised:
+        load_spec(spec)
+    assert "unknown key 'runtime.recipie' (did you mean 'recipe'?)" in raised.value.message
+
+
+def test_every_unknown_key_is_named_with_its_closest_known_one(tmp_path: Path) -> None:
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "a"\npath = "app"\nentri = "main.py"\n'
+                    'colour = "red"\n[runtime]\nrecipe = "x"\n')
+    with pytest.raises(SpecError) as raised:
+        load_spec(spec)
+    message, hint = raised.value.message, raised.value.hint
+    assert "unknown keys 'app.colour', 'app.entri' (did you mean 'entry'?)" in message
+    assert "the keys in [app] are: " in hint and "docs/spec-format.md" in hint

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bundler.diagnose.verify import find_manifest
 from bundler.errors import BundlerError, RefusedError
-from bundler.manifest import DamagedManifest, UnsupportedManifest
+from bundler.manifest import DamagedManifest, UnsupportedManifest, find_manifest
 
 
 def refuse_unsafe_target(target: Path, protected: list[Path]) -> None:

@@ -44,7 +44,8 @@ class Spec:
 
 def load_spec(path: Path) -> Spec:
     path = path.resolve()
-    top = Table(load_toml(path, SpecError, "spec"), path, "", SpecError)
+    top = Table(load_toml(path, SpecError, "spec"), path, "", SpecError,
+                "docs/spec-format.md")
     app, runtime = top.table("app"), top.table("runtime")
     sources = top.table("sources", required=False)
     source_paths = {sid: sources.take(sid, str) for sid in sources.names()}

@@ -15,9 +15,10 @@ def json_bytes(data: Any) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
-def read_json(path: Path, max_bytes: int, error: type[BundlerError], hint: str) -> Any:
+def read_json(path: Path, max_bytes: int, error: type[BundlerError], hint: str,
+              what: str = "not valid JSON") -> Any:
     """The JSON in `path`; `error` (with `hint`) if it is not a regular file of at most
-    `max_bytes` holding UTF-8 JSON."""
+    `max_bytes` holding UTF-8 JSON (`what` says what it then is not)."""
     try:
         with open(path, "rb") as handle:
             raw = handle.read(max_bytes + 1)
@@ -29,4 +30,4 @@ def read_json(path: Path, max_bytes: int, error: type[BundlerError], hint: str) 
     try:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise error(f"{path}: not valid JSON ({exc})", hint) from None
+        raise error(f"{path}: {what} ({exc})", hint) from None

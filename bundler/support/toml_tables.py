@@ -6,6 +6,7 @@ the dotted key, what was expected and what was found.
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
@@ -52,11 +53,13 @@ class Table:
     """
 
     def __init__(self, data: dict[str, Any], path: Path, where: str,
-                 error: type[BundlerError]) -> None:
+                 error: type[BundlerError], reference: str = "") -> None:
         self._data = dict(data)
+        self._asked: list[str] = []   # every key looked for: the known ones
         self.path = path
         self.where = where
         self.error = error
+        self.reference = reference    # the page documenting this file's keys
 
     def _fail(self, message: str, hint: str) -> BundlerError:
         return self.error(f"{self.path}: {message}", hint)
@@ -65,8 +68,12 @@ class Table:
         return f"{self.where}.{key}" if self.where else key
 
     def take(self, key: str, kind: type[T], default: Any = ...) -> T:
+        self._asked.append(key)
         if key not in self._data:
             if default is ...:
+                misspelt = self._closest(key, [k for k in self._data if k not in self._asked])
+                if misspelt:  # `recipie = ...` is a typo of the required key, say so
+                    raise self._unknown([misspelt], {misspelt: key}, complete=False)
                 raise self._fail(f"missing required key '{self._key(key)}'",
                                  f"add {self._key(key)} = ... ({_TYPE_NAMES[kind]})")
             return default
@@ -87,7 +94,7 @@ class Table:
 
     def table(self, key: str, required: bool = True) -> Table:
         data = self.take(key, dict, ... if required else {})
-        return Table(data, self.path, self._key(key), self.error)
+        return Table(data, self.path, self._key(key), self.error, self.reference)
 
     def tables(self, key: str) -> dict[str, Table]:
         """A table of tables, e.g. [components.core], [components.ops_infer]."""
@@ -99,7 +106,23 @@ class Table:
 
     def done(self) -> None:
         if self._data:
-            unknown = ", ".join(sorted(self._data))
-            where = f"[{self.where}]" if self.where else "the top level"
-            raise self._fail(f"unknown key(s) in {where}: {unknown}",
-                             "remove them or fix their spelling (see DESIGN.md / README)")
+            unknown = sorted(self._data)
+            raise self._unknown(unknown, {k: self._closest(k, self._asked) for k in unknown})
+
+    @staticmethod
+    def _closest(key: str, candidates: list[str]) -> str:
+        close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.75)
+        return close[0] if close else ""
+
+    def _unknown(self, keys: list[str], guesses: dict[str, str],
+                 complete: bool = True) -> BundlerError:
+        """Every unknown key, each with the known key it is closest to. `complete`: every
+        known key has been asked for, so the hint can list them."""
+        named = ", ".join(f"'{self._key(k)}'" + (f" (did you mean '{guesses[k]}'?)"
+                                                  if guesses.get(k) else "") for k in keys)
+        where = f" in [{self.where}]" if self.where else ""
+        hint = (f"the keys{where} are: {', '.join(sorted(set(self._asked)))}" if complete
+                else "fix the key's spelling")
+        if self.reference:
+            hint += f" (see {self.reference})"
+        return self._fail(f"unknown key{'s' if len(keys) > 1 else ''} {named}", hint)

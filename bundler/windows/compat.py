@@ -106,7 +106,7 @@ def compat_facts() -> CompatFacts:
 
 
 def parse_compat(data: dict, path: Path) -> CompatFacts:
-    top = Table(data, path, "", BundlerError)
+    top = Table(data, path, "", BundlerError, "docs/architecture.md")
     scan = tuple(top.take_str_list("scan"))
     driver = top.table("driver")
     nvidia_smi = tuple(driver.take_str_list("nvidia_smi", []))

@@ -1,0 +1,251 @@
+"""`bundler doctor APPDIR`: a bundle on this machine. Its files against the manifest
+(verify), whether each bundled DLL would load here, the driver against the runtime's
+minimum (the bootstrap's own check), and same-named DLLs a process that skipped the
+bootstrap would pick up instead."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path, PurePosixPath
+
+from bundler.diagnose.doctor.findings import (
+    NOTE,
+    OK,
+    PROBLEM,
+    REPACK,
+    Finding,
+    PlacedCopy,
+    place,
+    render_findings,
+    where,
+)
+from bundler.diagnose.doctor.host import (
+    DllCopy,
+    find_copies,
+    search_folders,
+    system_folders,
+)
+from bundler.diagnose.inspection import Dependency, DllFacts, dll_facts
+from bundler.diagnose.verify import VerifyReport, verify
+from bundler.manifest import FileEntry, Versions, find_manifest
+from bundler.recipe import Recipe, shipped_recipes
+from bundler.runtime.bootstrap import driver_check, same_file
+from bundler.support.hashing import sha256_file
+from bundler.support.text_tables import format_table
+from bundler.windows.facts import windows_facts
+from bundler.windows.pe_file import PLATFORM_MACHINE
+
+
+@dataclass(frozen=True)
+class BundledDll:
+    facts: DllFacts
+    on_search_path: tuple[PlacedCopy, ...]  # same-named copies outside the bundle
+
+
+@dataclass(frozen=True)
+class BundleReport:
+    app: str
+    manifest: str
+    recipe: str
+    platform: str
+    versions: dict[str, str]
+    require_driver: bool
+    verify: dict[str, object]
+    dlls: tuple[BundledDll, ...]
+    driver: dict[str, str]
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.level == PROBLEM for f in self.findings)
+
+
+def examine_bundle(app: Path, environ: Mapping[str, str] | None = None) -> BundleReport:
+    found = find_manifest(app.resolve())
+    checked = verify(app, found)
+    manifest = found.manifest
+    environ = os.environ if environ is None else environ
+    entries = manifest.dll_entries
+    folders = search_folders(environ, application=os.path.dirname(sys.executable))
+    placed = place(find_copies([f for f in folders if f.searched],
+                               sorted({PurePosixPath(e.path).name for e in entries})))
+    versions = _plain_versions(manifest.versions)
+    report = BundleReport(
+        app=str(app), manifest=str(found.path), recipe=manifest.recipe.name,
+        platform=manifest.platform, versions=versions,
+        require_driver=manifest.require_driver, verify=checked.to_dict(),
+        dlls=_bundled_dlls(found.root, entries, checked, placed, manifest.recipe.name),
+        driver=driver_check(versions) if os.name == "nt" else {})
+    expected = {PurePosixPath(e.path).name.lower() for e in entries}
+    findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
+                + _bundle_driver_findings(report) + _shadow_findings(report))
+    return replace(report, findings=tuple(findings))
+
+
+def _plain_versions(versions: Versions) -> dict[str, str]:
+    """The versions as the bootstrap's driver check reads them from the manifest."""
+    return {key: value for key, value in asdict(versions).items() if value}
+
+
+def _bundled_dlls(root: Path, entries: tuple[FileEntry, ...], checked: VerifyReport,
+                  placed: list[PlacedCopy], recipe_name: str) -> tuple[BundledDll, ...]:
+    """Facts of each bundled DLL still present (verify reports the missing ones)."""
+    recipes = _recipes_for(recipe_name)
+    present = [(e, root / e.path) for e in entries if (root / e.path).is_file()]
+    beside = {path.name.lower() for _, path in present}
+    dlls = []
+    for entry, path in present:
+        known = "" if entry.path in checked.changed else entry.sha256
+        facts = dll_facts(path, beside, recipes, sha256=known)
+        same_name = tuple(p for p in placed if p.copy.name.lower() == facts.name.lower()
+                          and not same_file(p.copy.path, path))
+        dlls.append(BundledDll(facts, same_name))
+    return tuple(dlls)
+
+
+def _recipes_for(name: str) -> tuple[Recipe, ...]:
+    """The bundle's own recipe when it is a shipped one; else every shipped recipe."""
+    shipped = tuple(shipped_recipes())
+    own = tuple(r for r in shipped if r.name == name)
+    return own or shipped
+
+
+def _verify_findings(report: VerifyReport) -> list[Finding]:
+    findings = [Finding(PROBLEM, "bundle", f"{what}: {', '.join(items)}", REPACK)
+                for what, items in (("missing from the bundle", report.missing),
+                                    ("changed since pack", report.changed),
+                                    ("not in the manifest", report.unexpected)) if items]
+    if not findings:
+        findings.append(Finding(OK, "bundle", f"{report.checked} files match "
+                                f"{report.manifest}"))
+    return findings
+
+
+def _load_findings(report: BundleReport, placed: list[PlacedCopy],
+                   expected: set[str]) -> list[Finding]:
+    """Would each bundled DLL load here: its machine, and each import present."""
+    platform_machine = PLATFORM_MACHINE.get(report.platform, "AMD64")
+    system = system_folders()
+    findings = []
+    for dll in report.dlls:
+        facts = dll.facts
+        reasons = [(facts.error, REPACK)] if facts.error else []
+        if facts.machine and facts.machine != platform_machine:
+            reasons.append((f"it is a {facts.bits}-bit {facts.machine} DLL, not "
+                            f"{platform_machine}", REPACK))
+        reasons += [r for r in (_import_problem(d, report, system, expected)
+                                for d in facts.dependencies) if r]
+        findings += [Finding(PROBLEM, "bundle", f"{facts.name} would not load: {reason}",
+                             hint) for reason, hint in reasons]
+        findings += _runtime_load_findings(facts, placed)
+        if not reasons:
+            count = len(facts.dependencies)
+            findings.append(Finding(OK, "bundle", f"{facts.name} would load ({facts.machine}; "
+                                    f"{count} dependenc{'y' if count == 1 else 'ies'} present)"))
+    return findings
+
+
+def _import_problem(dep: Dependency, report: BundleReport, system: dict[str, str],
+                    expected: set[str]) -> tuple[str, str] | None:
+    """(reason, hint) when a static or delay-load import would not be found."""
+    if dep.how == "runtime":
+        return None    # judged by _runtime_load_findings: a missing one is optional
+    if dep.status == "missing" and dep.name.lower() in expected:
+        return f"it imports {dep.name}, which is missing from the bundle", REPACK
+    if dep.status == "missing":
+        return (f"it imports {dep.name}, which is neither bundled nor part of Windows or "
+                "the driver", f"the bundled file is not what the recipe expects: {REPACK}")
+    if dep.status == "driver" and report.driver and not report.driver.get("nvcuda"):
+        return (f"it imports {dep.name}, which comes with the NVIDIA driver (not installed)",
+                "install the NVIDIA driver")
+    if dep.status == "system" and system and not _system_dll_present(dep.name, system):
+        return (f"it imports {dep.name}, which is not in {system['system32']} nor beside "
+                f"{sys.executable}", "install the Microsoft Visual C++ Redistributable (x64)")
+    return None
+
+
+def _system_dll_present(name: str, system: dict[str, str]) -> bool:
+    if windows_facts().is_api_set(name):
+        return True
+    folders = (system["system32"], os.path.dirname(sys.executable))
+    return any(os.path.isfile(os.path.join(folder, name)) for folder in folders)
+
+
+def _runtime_load_findings(facts: DllFacts, placed: list[PlacedCopy]) -> list[Finding]:
+    """A DLL the recipe says is loaded by name at run time, left out of the bundle (its
+    component was not selected): harmless unless a foreign copy is on the search path."""
+    findings = []
+    for dep in facts.dependencies:
+        if dep.how != "runtime" or dep.status == "bundled":
+            continue
+        foreign = next((p.copy for p in placed if p.role == "picked"
+                        and p.copy.name.lower() == dep.name.lower()), None)
+        if foreign is not None:
+            findings.append(Finding(
+                PROBLEM, "bundle", f"{facts.name} loads {dep.name} by name at run time; "
+                f"it is not bundled, so it would come from {where(foreign)}",
+                "add its component to [runtime] components and pack again"))
+        else:
+            findings.append(Finding(NOTE, "bundle", f"{facts.name} can load {dep.name} at "
+                                    "run time; it is not bundled (its component was not "
+                                    "selected)"))
+    return findings
+
+
+def _bundle_driver_findings(report: BundleReport) -> list[Finding]:
+    if not report.driver:
+        return [Finding(NOTE, "driver", "the driver was not checked: this is not Windows")]
+    problem = report.driver.get("problem", "")
+    if problem:
+        effect = ("the app stops at start-up (require_driver = true)" if report.require_driver
+                  else "the app warns at start-up and runs without the GPU")
+        return [Finding(PROBLEM, "driver", f"{problem} ({effect})",
+                        "install or update the NVIDIA driver")]
+    if report.driver.get("note"):
+        return [Finding(NOTE, "driver", report.driver["note"])]
+    driver = report.driver
+    version = f" {driver['driver_version']}" if driver.get("driver_version") else ""
+    return [Finding(OK, "driver", f"the NVIDIA driver{version} supports CUDA "
+                    f"{driver.get('driver_cuda')}; the runtime needs CUDA "
+                    f"{driver.get('needs_cuda')} (driver >= "
+                    f"{driver.get('min_driver_compat') or driver.get('min_driver')})")]
+
+
+def _shadow_findings(report: BundleReport) -> list[Finding]:
+    findings = []
+    for dll in report.dlls:
+        picked = next((p.copy for p in dll.on_search_path if p.role == "picked"), None)
+        if picked is None:
+            continue
+        if _identical(picked, dll.facts):
+            findings.append(Finding(NOTE, "bundle", f"{where(picked)} is identical to the "
+                                    f"bundled {dll.facts.name}"))
+            continue
+        folder = picked.folder.path
+        findings.append(Finding(
+            PROBLEM, "bundle", f"a process that skips the bootstrap would load "
+            f"{where(picked)}, not the bundled {dll.facts.name}",
+            f"keep the bootstrap import first in the entry script; taking {folder} off PATH "
+            "removes the risk"))
+    return findings
+
+
+def _identical(copy: DllCopy, facts: DllFacts) -> bool:
+    if copy.size != facts.size:
+        return False
+    return (copy.sha256 or sha256_file(Path(copy.path))) == facts.sha256
+
+
+def render_bundle(report: BundleReport) -> list[str]:
+    lines = [f"bundler doctor: {report.app} (recipe {report.recipe}; CUDA "
+             f"{report.versions.get('cuda')}, cuDNN {report.versions.get('cudnn')}, "
+             f"driver >= {report.versions.get('min_driver')})", ""]
+    lines += format_table(("bundled DLL", "machine", "version", "same name on the search path"),
+                          ((d.facts.name, d.facts.machine, d.facts.file_version or "-",
+                            "; ".join(f"{p.copy.path} ({p.role})" for p in d.on_search_path)
+                            or "-") for d in report.dlls))
+    return lines + ["", "findings:"] + render_findings(report.findings)
+

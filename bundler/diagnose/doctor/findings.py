@@ -1,0 +1,65 @@
+"""What doctor reports: findings (problem / ok / note), the copies of a DLL name a
+bare-name load would pick or pass over, and their rendering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bundler.diagnose.doctor.host import DllCopy
+
+PROBLEM, OK, NOTE = "problem", "ok", "note"
+REPACK = "re-run `bundler pack` (an antivirus may have quarantined a file)"
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str     # PROBLEM, OK or NOTE
+    about: str     # "dll", "driver", "framework", "bundle"
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class PlacedCopy:
+    """A DLL copy and what a bare-name load makes of it."""
+
+    copy: DllCopy
+    role: str   # "picked", "shadowed" (an earlier folder has the name), "not searched"
+
+
+def place(copies: list[DllCopy]) -> list[PlacedCopy]:
+    """The first searched copy of each name is what a bare-name load picks."""
+    picked: set[str] = set()
+    placed = []
+    for copy in sorted(copies, key=lambda c: (c.name.lower(), not c.folder.searched,
+                                              c.folder.order)):
+        if not copy.folder.searched:
+            role = "not searched"
+        elif copy.name.lower() in picked:
+            role = "shadowed"
+        else:
+            role = "picked"
+            picked.add(copy.name.lower())
+        placed.append(PlacedCopy(copy, role))
+    return placed
+
+
+def where(copy: DllCopy) -> str:
+    version = f", version {copy.version}" if copy.version else ""
+    return f"{copy.path} ({copy.folder.label}{version})"
+
+
+_MARKS = {PROBLEM: "PROBLEM", OK: "ok", NOTE: "note"}
+
+
+def render_findings(findings: tuple[Finding, ...]) -> list[str]:
+    lines = []
+    for finding in findings:
+        lines.append(f"  {_MARKS[finding.level]:7}  {finding.message}")
+        if finding.hint and finding.level == PROBLEM:
+            lines.append(f"           hint: {finding.hint}")
+    problems = sum(f.level == PROBLEM for f in findings)
+    lines += ["", f"{problems} problem(s) found." if problems else "healthy: no problems found."]
+    return lines
+
+

@@ -1,0 +1,284 @@
+"""`bundler doctor` on this machine: which cuDNN/CUDA copies a bare-name load picks,
+the driver and the CUDA it supports, 32-bit or damaged DLLs, and the installed
+frameworks against the compatibility table. Gathering is in host.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bundler.diagnose.doctor.findings import (
+    NOTE,
+    OK,
+    PROBLEM,
+    Finding,
+    PlacedCopy,
+    place,
+    render_findings,
+    where,
+)
+from bundler.diagnose.doctor.host import (
+    DllCopy,
+    DriverFacts,
+    InstalledFramework,
+    SearchFolder,
+    find_copies,
+    installed_frameworks,
+    probe_driver,
+    process_bits,
+    search_folders,
+)
+from bundler.runtime.bootstrap import cuda_text, runs_on
+from bundler.support.text_tables import format_table
+from bundler.windows.compat import CompatFacts, FrameworkEntry, compat_facts
+from bundler.windows.facts import windows_facts
+from bundler.windows.pe_file import BITS
+
+
+@dataclass(frozen=True)
+class DriverReport:
+    facts: DriverFacts
+    cuda: str              # the CUDA the driver supports, from cuDriverGetVersion
+    cuda_by_version: str   # the same, from its version number and compat.toml
+
+
+@dataclass(frozen=True)
+class FrameworkReport:
+    installed: InstalledFramework
+    expects: FrameworkEntry | None
+
+
+@dataclass(frozen=True)
+class MachineReport:
+    python: str
+    bits: int
+    search_order: tuple[SearchFolder, ...]
+    dlls: tuple[PlacedCopy, ...]
+    driver: DriverReport
+    frameworks: tuple[FrameworkReport, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.level == PROBLEM for f in self.findings)
+
+
+def examine_machine(environ: Mapping[str, str] | None = None,
+                    compat: CompatFacts | None = None) -> MachineReport:
+    compat = compat or compat_facts()
+    environ = os.environ if environ is None else environ
+    folders = search_folders(environ, application=os.path.dirname(sys.executable))
+    frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version))
+                  for f in installed_frameworks(compat)]
+    patterns = compat.scan + tuple(name for f in frameworks if f.expects
+                                   for name in f.expects.loads)
+    copies = find_copies(folders, patterns)
+    return judge_machine(folders, copies, probe_driver(compat), frameworks, compat,
+                         process_bits())
+
+
+def judge_machine(folders: list[SearchFolder], copies: list[DllCopy], driver: DriverFacts,
+                  frameworks: list[FrameworkReport], compat: CompatFacts,
+                  bits: int) -> MachineReport:
+    placed = place(copies)
+    report = DriverReport(driver, cuda_text(driver.cuda) if driver.cuda else "",
+                          compat.cuda_for_driver(driver.version) if driver.version else "")
+    findings = (_bits_findings(bits) + _copy_findings(placed, bits)
+                + _driver_findings(report, placed, compat)
+                + _framework_findings(frameworks, placed, report, compat))
+    return MachineReport(python=sys.executable, bits=bits, search_order=tuple(folders),
+                         dlls=tuple(placed), driver=report, frameworks=tuple(frameworks),
+                         findings=tuple(findings))
+
+
+def _bits_findings(bits: int) -> list[Finding]:
+    if bits == 64:
+        return []
+    return [Finding(PROBLEM, "dll", f"this Python is {bits}-bit; the CUDA and cuDNN DLLs "
+                    "are 64-bit only", "install the 64-bit (x86-64) Python")]
+
+
+def _copy_findings(placed: list[PlacedCopy], bits: int) -> list[Finding]:
+    findings = []
+    for name, group in _by_name(placed).items():
+        different = {p.copy.sha256 or p.copy.path for p in group}
+        picked = next((p.copy for p in group if p.role == "picked"), None)
+        if len(group) > 1 and len(different) > 1:
+            parts = [f"a bare-name load picks {where(picked)}" if picked else
+                     "a bare-name load finds none of them (not on the search path)"]
+            for role, label in (("shadowed", "it shadows"),
+                                ("not searched", "not searched, only in CUDA_PATH")):
+                copies = [where(p.copy) for p in group if p.role == role]
+                if copies:
+                    parts.append(f"{label}: {'; '.join(copies)}")
+            findings.append(Finding(
+                PROBLEM, "dll", f"{group[0].copy.name}: {len(group)} different copies; "
+                f"{'; '.join(parts)}",
+                f"a framework loading {name} by name gets the first one on the search "
+                "path: keep one copy (take the other folder off PATH), or pack the app "
+                "with its own runtime (bundler pack)"))
+        elif len(group) > 1:
+            findings.append(Finding(NOTE, "dll", f"{group[0].copy.name}: {len(group)} "
+                                    "identical copies; a bare-name load picks "
+                                    f"{where(picked) if picked else 'none'}"))
+        findings += [_unloadable(p.copy, bits) for p in group
+                     if p.copy.error or (p.copy.machine and _bits(p.copy) != bits)]
+    return findings
+
+
+def _by_name(placed: list[PlacedCopy]) -> dict[str, list[PlacedCopy]]:
+    groups: dict[str, list[PlacedCopy]] = {}
+    for item in placed:
+        groups.setdefault(item.copy.name.lower(), []).append(item)
+    return groups
+
+
+def _bits(copy: DllCopy) -> int:
+    return BITS.get(copy.machine, 0)
+
+
+def _unloadable(copy: DllCopy, bits: int) -> Finding:
+    if copy.error:
+        return Finding(PROBLEM, "dll", f"{copy.path}: {copy.error}",
+                       "the file is damaged (a truncated download or an antivirus): "
+                       "reinstall it")
+    return Finding(PROBLEM, "dll", f"{copy.path} is a {_bits(copy)}-bit ({copy.machine}) "
+                   f"DLL; a {bits}-bit process cannot load it (Windows error 193)",
+                   "replace it with the 64-bit (x64) build, or take its folder off PATH")
+
+
+def _driver_findings(report: DriverReport, placed: list[PlacedCopy],
+                     compat: CompatFacts) -> list[Finding]:
+    facts = report.facts
+    if not facts.checked:
+        return [Finding(NOTE, "driver", "the driver was not checked: this is not Windows"
+                        + (f" (nvidia-smi reports driver {facts.version})"
+                           if facts.version else ""))]
+    if not facts.nvcuda:
+        return [Finding(PROBLEM, "driver", "no NVIDIA driver: nvcuda.dll cannot be loaded "
+                        f"({facts.load_error})", "install the NVIDIA driver; without it GPU "
+                        "frameworks fail (CUDNN_STATUS_NOT_INITIALIZED) or run on the CPU")]
+    if not facts.cuda:
+        return [Finding(PROBLEM, "driver", f"{facts.nvcuda} does not report a CUDA version",
+                        "reinstall the NVIDIA driver")]
+    version = f"driver {facts.version} ({facts.version_from})" if facts.version else \
+        "driver version unknown"
+    findings = [Finding(OK, "driver", f"NVIDIA driver at {facts.nvcuda}: supports CUDA "
+                        f"{report.cuda} (cuDriverGetVersion {facts.cuda}); {version}")]
+    for item in placed:
+        needs = _cudart_cuda(item.copy.name)
+        if item.role == "picked" and needs and not _runs(needs, report, compat):
+            findings.append(Finding(
+                PROBLEM, "driver", f"{where(item.copy)} is a CUDA {needs} runtime; the "
+                f"driver supports only CUDA {report.cuda}", _update_hint(needs, compat)))
+    return findings
+
+
+def _runs(cuda: str, driver: DriverReport, compat: CompatFacts) -> bool:
+    """Whether the driver runs a CUDA `cuda` runtime: the bootstrap's rule, with the
+    figures of compat.toml in place of a recipe's."""
+    return runs_on(driver.facts.version, driver.facts.cuda, cuda,
+                   compat.oldest_driver_for(cuda), bool(compat.minor_compatible_from(cuda)))
+
+
+def _update_hint(cuda: str, compat: CompatFacts) -> str:
+    minimum = compat.oldest_driver_for(cuda)
+    if minimum:
+        return f"update the NVIDIA driver to >= {minimum}"
+    return (f"update the NVIDIA driver to one that supports CUDA {cuda} (bundler/windows/"
+            "compat.toml has no row for it: see NVIDIA's CUDA Toolkit release notes)")
+
+
+def _cudart_cuda(name: str) -> str:
+    """The CUDA a cudart's name pins: cudart64_101 -> 10.1, cudart64_110 -> 11.0."""
+    release = windows_facts().cuda_release_of(name) if name.lower().startswith("cudart") \
+        else None
+    return f"{release[0]}.{release[1]}" if release else ""
+
+
+def _framework_findings(frameworks: list[FrameworkReport], placed: list[PlacedCopy],
+                        driver: DriverReport, compat: CompatFacts) -> list[Finding]:
+    if not frameworks:
+        names = ", ".join(compat.framework_distributions)
+        return [Finding(NOTE, "framework", f"no GPU framework installed in this Python "
+                        f"({names})")]
+    findings = []
+    for framework in frameworks:
+        installed, expects = framework.installed, framework.expects
+        title = f"{installed.distribution} {installed.version}"
+        if expects is None:
+            findings.append(Finding(NOTE, "framework", f"{title}: not in the compatibility "
+                                    "table (bundler/windows/compat.toml); not checked"))
+            continue
+        findings.append(Finding(OK, "framework", f"{title} ({expects.name}) expects CUDA "
+                                f"{expects.cuda}, cuDNN {expects.cudnn}"))
+        findings += _framework_driver(title, expects, driver, compat)
+        findings += _framework_loads(title, expects, placed)
+    return findings
+
+
+def _framework_driver(title: str, expects: FrameworkEntry, driver: DriverReport,
+                      compat: CompatFacts) -> list[Finding]:
+    if not driver.facts.cuda or _runs(expects.cuda, driver, compat):
+        return []
+    return [Finding(PROBLEM, "framework", f"{title} is built for CUDA {expects.cuda}; the "
+                    f"driver supports only CUDA {driver.cuda}",
+                    _update_hint(expects.cuda, compat))]
+
+
+def _framework_loads(title: str, expects: FrameworkEntry,
+                     placed: list[PlacedCopy]) -> list[Finding]:
+    if expects.bundles_runtime:
+        return [Finding(NOTE, "framework", f"{title} ships its own CUDA and cuDNN DLLs; "
+                        "it needs only the driver")]
+    findings = []
+    for name in expects.loads:
+        picked = next((p.copy for p in placed
+                       if p.role == "picked" and p.copy.name.lower() == name.lower()), None)
+        if picked is None:
+            findings.append(Finding(
+                PROBLEM, "framework", f"{title} loads {name} by name; no folder on the DLL "
+                "search path has it", f"install CUDA {expects.cuda} and cuDNN "
+                f"{expects.cudnn} and put their bin folders on PATH, or pack the app with "
+                "its own runtime (bundler pack)"))
+        else:
+            findings.append(Finding(OK, "framework", f"{title} loads {name}: "
+                                    f"{where(picked)}"))
+    return findings
+
+
+def render_machine(report: MachineReport) -> list[str]:
+    lines = [f"bundler doctor: this machine ({report.python}, {report.bits}-bit)", "",
+             "where a bare-name DLL load looks, in order (see bundler/windows/windows.toml):"]
+    lines += format_table(("#", "folder", "reached as"), (
+        (f.order or "-", f.path, f.label + ("" if f.searched else " (not searched)"))
+        for f in report.search_order))
+    lines += ["", "cuDNN / CUDA DLLs found:"]
+    if report.dlls:
+        lines += format_table(("name", "role", "version", "machine", "folder"), (
+            (p.copy.name, p.role, p.copy.version or "-", p.copy.machine or "?",
+             f"{os.path.dirname(p.copy.path)} ({p.copy.folder.label})")
+            for p in report.dlls))
+    else:
+        lines.append("  none")
+    lines += ["", "driver:", *_render_driver(report.driver), "", "findings:"]
+    return lines + render_findings(report.findings)
+
+
+def _render_driver(report: DriverReport) -> list[str]:
+    facts = report.facts
+    rows = [("nvcuda.dll", facts.nvcuda or (f"not found ({facts.load_error})"
+                                           if facts.checked else "not checked"))]
+    if facts.cuda:
+        rows.append(("supports CUDA", f"{report.cuda} (cuDriverGetVersion {facts.cuda})"))
+    if facts.version:
+        by_table = f"; by its version: CUDA {report.cuda_by_version}" \
+            if report.cuda_by_version else ""
+        rows.append(("driver version", f"{facts.version} ({facts.version_from}){by_table}"))
+    rows.append(("nvidia-smi", facts.nvidia_smi or "not found"))
+    rows += [("GPU", gpu) for gpu in facts.gpus]
+    return format_table(("", ""), rows, show_headers=False)
+
+

@@ -1,0 +1,94 @@
+"""The shape of the code: the three products stay apart, each fact has one home, and the
+project documents itself. Read from the source tree; nothing runs."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+from bundler.pack.builders import BUILDERS
+from bundler.pack.sources import SOURCE_CLASSES
+from bundler.recipe import SOURCE_KINDS
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "bundler"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+MAX_LINES = 400
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+def _product(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0] if path.parent != PACKAGE else path.stem
+
+
+def test_no_module_is_longer_than_a_sitting() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in MODULES
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_no_module_is_named_like_a_standard_library_module() -> None:
+    shadowing = [str(p.relative_to(ROOT)) for p in MODULES
+                 if p.stem in sys.stdlib_module_names or p.parent.name in sys.stdlib_module_names]
+    assert shadowing == []
+
+
+def test_the_products_do_not_import_each_other() -> None:
+    """pack and diagnose share knowledge (manifest, recipe, windows, support), never each
+    other; the shipped bootstrap imports nothing of bundler; the knowledge layers import
+    no product."""
+    rules = {"pack": ("bundler.diagnose",), "diagnose": ("bundler.pack",),
+             "runtime": ("bundler",), "windows": ("bundler.pack", "bundler.diagnose"),
+             "support": ("bundler.pack", "bundler.diagnose", "bundler.windows"),
+             "manifest": ("bundler.pack", "bundler.diagnose"),
+             "recipe": ("bundler.pack", "bundler.diagnose")}
+    crossing = sorted(f"{p.relative_to(ROOT)} imports {module}" for p in MODULES
+                      for module in _imports(p) if _product(p) in rules
+                      and module.startswith(rules[_product(p)]))
+    assert crossing == []
+
+
+def test_the_bootstrap_uses_the_standard_library_only() -> None:
+    imported = {name.split(".")[0] for name in _imports(PACKAGE / "runtime" / "bootstrap.py")}
+    assert imported <= set(sys.stdlib_module_names)
+
+
+def test_each_source_kind_has_a_reader() -> None:
+    assert set(SOURCE_CLASSES) == set(SOURCE_KINDS)
+
+
+def test_every_package_in_the_tree_is_installed() -> None:
+    from bundler.support.toml_tables import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"])
+    packages = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert packages <= listed
+
+
+def test_builders_are_listed_once() -> None:
+    """The spec accepts exactly the builders the table implements: it reads the table."""
+    from bundler.pack import spec
+
+    assert spec.BUILDERS is BUILDERS
+
+
+def test_the_project_documents_itself() -> None:
+    """Hints, docstrings and docs point inside the project, never to files outside it."""
+    texts = [*MODULES, ROOT / "README.md", *(ROOT / "docs").rglob("*.md"),
+             *(ROOT / "recipes").glob("*.toml"), *(ROOT / "examples").rglob("*.spec"),
+             *(PACKAGE / "windows").glob("*.toml")]
+    outside = [str(p.relative_to(ROOT)) for p in texts
+               if "DESIGN.md" in (text := p.read_text(encoding="utf-8")) or "../shared" in text]
+    assert outside == []
