@@ -21,6 +21,7 @@ from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
 from bundler.recipe import find_recipe, shipped_recipes
+from bundler.support.swap_journal import recover_beside
 from bundler.support.text_tables import human_size as _size
 
 
@@ -66,7 +67,12 @@ def _print_pack(result: PackResult) -> None:
         print(f"  run: {exe}")
 
 
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
+    recover_beside(Path(args.appdir).resolve(), _say)  # a pack killed mid-swap
     report = verify(Path(args.appdir))
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -95,6 +101,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     if args.appdir:
+        recover_beside(Path(args.appdir).resolve(), _say)
         bundle = examine_bundle(Path(args.appdir))
         _print_report(bundle, render_bundle(bundle), args.json)
         return EXIT_OK if bundle.ok else EXIT_PROBLEMS

@@ -1,19 +1,37 @@
 """Atomic output: build the bundle beside its target, swap it in only when complete.
 
-Any failure before the swap leaves the previous bundle byte-for-byte as it was.
+Any failure before the swap leaves the previous bundle byte-for-byte as it was; the
+swap itself is journaled (bundler/support/swap_journal.py), so a kill at any instant
+leaves a state the next pack (or `bundler verify`) completes or undoes.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from bundler.errors import BundlerError, RefusedError
 from bundler.manifest import DamagedManifest, UnsupportedManifest, find_manifest
+from bundler.support.exclusive import exclusive, lock_file
+from bundler.support.swap_journal import (
+    Swap,
+    begin,
+    checkpoint,
+    journal_path,
+    pending_prefix,
+    recover,
+    remove_debris,
+    retired_prefix,
+    roll_back,
+    roll_forward,
+    staging_prefix,
+)
 
 
 def refuse_unsafe_target(target: Path, protected: list[Path]) -> None:
@@ -41,7 +59,7 @@ class Staging:
 
     def replace_with_bundle(self, path: Path, data: bytes) -> None:
         """Write `path` (e.g. the lock) only if and when the bundle is swapped in."""
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        handle, temporary = tempfile.mkstemp(prefix=pending_prefix(path), dir=path.parent)
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         # mkstemp makes the file private (0600); a lock is for everyone who reads the spec.
@@ -67,65 +85,68 @@ def _is_bundle(folder: Path) -> bool:
     return True
 
 
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 @contextmanager
-def staged_output(target: Path) -> Iterator[Staging]:
-    """Yield a fresh staging folder; on success swap it into `target`, then replace
-    the files registered with `replace_with_bundle`. Any failure changes nothing."""
+def staged_output(target: Path, replaced: list[Path]) -> Iterator[Staging]:
+    """Yield a fresh staging folder; on success swap it into `target`, together with the
+    files registered with `replace_with_bundle` (each in `replaced`).
+
+    One pack at a time writes a target and its lock: a second one waits. Under the
+    lock, a swap a killed run left is completed first and its debris removed. Any
+    failure before the swap changes nothing; a kill at any instant is recovered.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Staging(Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-",
-                                            dir=target.parent)))
-    try:
-        yield staging
-        _swap(staging, target)
-    except BaseException:
-        staging.discard()
-        raise
+    with ExitStack() as held:
+        # Always spec-lock(s) first, then the target: no two packs wait on each other.
+        for guarded in [*sorted(set(replaced)), target]:
+            held.enter_context(exclusive(lock_file(guarded), str(guarded), _say))
+        done = recover(target)
+        if done:
+            _say(f"bundler: {done}")
+        remove_debris(target, replaced)
+        staging = Staging(Path(tempfile.mkdtemp(prefix=staging_prefix(target),
+                                                dir=target.parent)))
+        try:
+            yield staging
+            checkpoint("staged")
+            _swap(staging, target)
+        except BaseException:
+            if not journal_path(target).exists():  # a swap begun is finished or undone
+                staging.discard()
+            raise
 
 
 def _swap(staging: Staging, target: Path) -> None:
-    """Move the previous lock(s) and bundle aside, the new ones in; undo on any failure.
-
-    The files move aside first: a lock that cannot be replaced (read-only, held by an
-    editor) then fails before any folder has moved.
-    """
-    retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-    done: list[tuple[Path, Path]] = []  # (source, destination) of each move made
-
-    def move(source: Path, destination: Path) -> None:
-        os.replace(source, destination)
-        done.append((source, destination))
-
+    """Journal the swap, then make it; undo it on any failure (Ctrl-C included)."""
+    retired = tempfile.mkdtemp(prefix=retired_prefix(target), dir=target.parent)
+    swap = Swap(target=str(target), staging=str(staging.folder), retired=retired,
+                files=[[str(t), str(f)] for t, f in staging.pending])
+    begin(swap)
+    checkpoint("journal-written")
     try:
-        for index, (_, final) in enumerate(staging.pending):
-            if final.exists():
-                move(final, retired / f"file-{index}")
-        if target.exists():
-            move(target, retired / target.name)
-        move(staging.folder, target)
-        for temporary, final in staging.pending:
-            move(temporary, final)
+        roll_forward(swap)
     except BaseException as exc:
-        if _undo(done):
+        try:
+            roll_back(swap)
+        except OSError:
             raise RefusedError(f"{target}: the new bundle could not be swapped in and the "
                                f"previous one could not be fully put back: it is in {retired}",
-                               "move the files back from there by hand") from None
-        shutil.rmtree(retired, ignore_errors=True)
+                               "close the app (or anything using its files) and pack again: "
+                               "the next pack completes the swap") from None
         if isinstance(exc, OSError):
-            # On Windows a running app holds its DLLs open, so its folder cannot move.
-            raise RefusedError(f"{exc.filename or target}: cannot replace it "
-                               f"({exc.strerror}); the previous bundle and lock were kept",
-                               "close the app (or anything using its files) and pack again"
-                               ) from None
+            raise _swap_error(exc, target) from None
         raise
-    shutil.rmtree(retired, ignore_errors=True)
 
 
-def _undo(done: list[tuple[Path, Path]]) -> bool:
-    """Reverse the moves, newest first; True if any could not be reversed."""
-    stuck = False
-    for source, destination in reversed(done):
-        try:
-            os.replace(destination, source)
-        except OSError:
-            stuck = True
-    return stuck
+def _swap_error(exc: OSError, target: Path) -> RefusedError:
+    where = exc.filename or target
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return RefusedError(f"{where}: the disk is full; the previous bundle and lock were "
+                            "kept", "free some space and pack again")
+    # On Windows a running app holds its DLLs open, so its folder cannot move.
+    return RefusedError(f"{where}: cannot replace it ({exc.strerror}); the previous bundle "
+                        "and lock were kept",
+                        "close the app (or anything using its files) and pack again")

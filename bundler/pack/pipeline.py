@@ -45,7 +45,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                            os.environ if environ is None else environ, offline=offline)
     build = BUILDERS[spec.builder]
     try:
-        with staged_output(target) as staging:
+        with staged_output(target, [spec.lock_path]) as staging:
             app_root, bootstrap = build(spec, recipe, staging.folder, target)
             staged = stage_files(files, sources, app_root / spec.runtime_dir,
                                  spec.runtime_dir)
