@@ -9,12 +9,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from bundler.support.swap_journal import KILL_AT_ENV
+from bundler.support.swap_journal import KILL_AT_ENV, PAUSE_AT_ENV
 from tests.packing import make_workspace, snapshot
 from tests.winenv.build import build_dll, cudart_spec, make_toolkit
 
@@ -133,3 +134,56 @@ def test_a_killed_pack_leaves_no_debris_after_the_next_pack(crash_case) -> None:
     assert state(work) == old  # killed before the swap: nothing changed
     assert bundler("pack", work / "app.spec").returncode == 0
     assert debris(work) == []
+
+
+def test_a_second_pack_waits_for_the_first_and_then_checks_its_lock(crash_case) -> None:
+    """Two real processes: the second waits (saying for whom) while the first holds the
+    target, then sees the lock the first wrote, so its changed inputs are refused."""
+    pristine, toolkit, _old, new = crash_case
+    work = fresh(pristine)
+    flag = work.parent / "go"
+    flag.unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), PAUSE_AT_ENV: f"staged:{flag}"}
+    first = subprocess.Popen([sys.executable, "-m", "bundler", "pack", work / "app.spec",
+                              "--source", f"cuda={toolkit}", "--update-lock"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not Path(f"{flag}.paused").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    second = subprocess.Popen([sys.executable, "-m", "bundler", "pack", work / "app.spec"],
+                              env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2)
+    assert second.poll() is None  # waiting, not interleaving
+    flag.touch()
+    assert first.wait(60) == 0
+    _, err = second.communicate(timeout=60)
+    assert f"waiting for another bundler (pid {first.pid})" in err
+    assert second.returncode == 2 and "the inputs differ from the lock" in err
+    assert state(work) == new and debris(work) == []
+
+
+def test_a_stale_lock_file_of_a_dead_pack_is_taken_over(crash_case) -> None:
+    pristine, *_ = crash_case
+    work = fresh(pristine)
+    (work / "dist" / ".app.pack-lock").write_text("999999\n")  # its holder is gone
+    done = bundler("pack", work / "app.spec")
+    assert done.returncode == 0, done.stderr
+    assert "waiting" not in done.stderr and debris(work) == []
+
+
+def test_out_on_another_filesystem_packs_again_and_again(crash_case) -> None:
+    pristine, *_ = crash_case
+    work = fresh(pristine)
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == work.stat().st_dev:
+        pytest.skip("needs a second filesystem (/dev/shm)")
+    out = Path(tempfile.mkdtemp(dir=shm)) / "app"
+    try:
+        for _ in range(3):
+            done = bundler("pack", work / "app.spec", "--out", out)
+            assert done.returncode == 0, done.stderr
+        assert bundler("verify", out).returncode == 0
+        assert [p.name for p in out.parent.iterdir()] == ["app"]
+    finally:
+        shutil.rmtree(out.parent)

@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,14 +35,21 @@ from bundler.support.json_files import read_json
 
 JOURNAL_FORMAT = 1
 _MAX_JOURNAL_BYTES = 1 << 20
-# A test-only hook: the test suite names a checkpoint here to have the pack kill itself
-# (SIGKILL) there, proving every instant of the swap is recoverable.
+# Test-only hooks: the test suite names a checkpoint to have the pack kill itself
+# (SIGKILL) there, proving every instant of the swap is recoverable, or to pause there
+# (touching FILE.paused, until FILE exists) to run a second pack meanwhile.
 KILL_AT_ENV = "BUNDLER_TEST_KILL_AT"
+PAUSE_AT_ENV = "BUNDLER_TEST_PAUSE_AT"   # "checkpoint:FILE"
 
 
 def checkpoint(name: str) -> None:
     if os.environ.get(KILL_AT_ENV) == name:
         os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+    point, _, flag = os.environ.get(PAUSE_AT_ENV, "").partition(":")
+    if point == name and flag:
+        Path(flag + ".paused").touch()
+        while not Path(flag).exists():
+            time.sleep(0.05)
 
 
 def journal_path(target: Path) -> Path:
