@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +30,9 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
     if not app.is_dir():
         raise SpecError(f"{spec.path}: app.path {app} is not a folder",
                         "set app.path to the folder to ship, relative to the spec")
-    shutil.copytree(app, staging, dirs_exist_ok=True, ignore=_skip_output(target))
+    ignore = _skip_output(target)
+    _refuse_links_leaving(app, ignore)
+    shutil.copytree(app, staging, dirs_exist_ok=True, ignore=ignore)
     if (staging / spec.runtime_dir).exists():
         raise SpecError(f"{spec.path}: the app folder already has '{spec.runtime_dir}', where "
                         "the runtime goes", 'set [runtime] dir = "another-name"')
@@ -37,14 +42,52 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
     return staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256)
 
 
-def _skip_output(target: Path):
-    """Skip the bundle itself and its staging folders when the app folder holds dist/."""
+def _skip_output(target: Path) -> Callable[[str, list[str]], set[str]]:
+    """Skip the bundle itself, its staging folders, and any other bundle (an app folder
+    of "." holds dist/ with every earlier output): a bundle never copies bundles."""
     target = target.resolve()
 
     def ignore(folder: str, names: list[str]) -> set[str]:
         skipped = set(_SKIP(folder, names))
-        if Path(folder).resolve() == target.parent:
+        here = Path(folder)
+        if here.resolve() == target.parent:
             skipped |= {n for n in names if n == target.name or n.startswith(f".{target.name}.")}
+        skipped |= {n for n in names if (here / n / BOOTSTRAP_NAME).is_file()
+                    or _DEBRIS.match(n)}
         return skipped
 
     return ignore
+
+
+# What packs leave beside their outputs while they run (staging, journal, lock files).
+_DEBRIS = re.compile(r"^\..+\.(staging-.+|old-.+|swap\.json(\.tmp)?|pack-lock|new-.+)$")
+
+
+def _refuse_links_leaving(app: Path, ignore: Callable[[str, list[str]], set[str]]) -> None:
+    """Symbolic links are followed only inside the app folder: a link leaving it would
+    ship a file from elsewhere, a dangling link or a loop cannot be copied."""
+    root = app.resolve()
+    for folder, dirs, files in os.walk(app):
+        skipped = ignore(folder, dirs + files)
+        dirs[:] = [d for d in dirs if d not in skipped]
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            if name in skipped or not path.is_symlink():
+                continue
+            try:
+                pointed = path.resolve(strict=True)
+            except (OSError, RuntimeError):  # a loop, or nothing at the other end
+                raise _link_error(path, "is a symbolic link loop or points to nothing"
+                                  ) from None
+            if pointed != root and root not in pointed.parents:
+                raise _link_error(path, f"is a symbolic link to {pointed}, outside the app "
+                                  "folder")
+            here = Path(folder).resolve()
+            if path.is_dir() and (pointed == here or pointed in here.parents):
+                raise _link_error(path, "is a symbolic link to a folder that holds it (a "
+                                  "loop)")
+
+
+def _link_error(path: Path, what: str) -> SpecError:
+    return SpecError(f"{path}: {what}", "bundler follows links only inside the app folder: "
+                     "copy the file in, or remove the link")
