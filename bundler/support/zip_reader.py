@@ -8,6 +8,7 @@ chunks, so a member of hundreds of MB never sits in memory whole.
 
 from __future__ import annotations
 
+import stat
 import struct
 import zipfile
 import zlib
@@ -38,28 +39,52 @@ class Member:
 
 
 class _Decoder(Protocol):
-    def feed(self, data: bytes) -> bytes: ...
+    def feed(self, data: bytes) -> Iterator[bytes]: ...
+
+
+# Decoded output is taken in pieces of at most this size, however well the input packs:
+# a zip bomb's member declaring 5 KB must not grow to gigabytes before it is caught.
+_OUT = CHUNK
+# Deflate64 (inflate64) has no output limit per call, and one 64 KiB match takes a few
+# bits, so its input goes in small slices: at most ~20 MB out of any one slice.
+_DEFLATE64_SLICE = 1 << 10
 
 
 class _Stored:
-    def feed(self, data: bytes) -> bytes:
-        return data
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        yield data
 
 
 class _Deflate:
     def __init__(self) -> None:
         self._inflater = zlib.decompressobj(-15)
 
-    def feed(self, data: bytes) -> bytes:
-        return self._inflater.decompress(data)
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            out = self._inflater.decompress(data, _OUT)
+            data = self._inflater.unconsumed_tail
+            yield out
 
 
 class _Deflate64:
+    """inflate64 (1.0.4) never releases the buffer it is handed, so every input object
+    would stay in memory for good (a 2 GiB member's whole compressed stream). Its input
+    therefore goes through one reused bytearray: one object held, however long the
+    member."""
+
     def __init__(self) -> None:
         self._inflater = inflate64.Inflater()
+        self._slice = bytearray(_DEFLATE64_SLICE)
 
-    def feed(self, data: bytes) -> bytes:
-        return self._inflater.inflate(data)
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        view = memoryview(data)
+        for start in range(0, len(view), _DEFLATE64_SLICE):
+            piece = view[start:start + _DEFLATE64_SLICE]
+            if len(piece) == _DEFLATE64_SLICE:
+                self._slice[:] = piece  # same length: allowed while inflate64 holds it
+                yield self._inflater.inflate(self._slice)
+            else:  # a member's last piece: one small object per member
+                yield self._inflater.inflate(bytes(piece))
 
 
 _DECODERS: dict[int, type[_Decoder]] = {STORED: _Stored, DEFLATED: _Deflate,
@@ -75,6 +100,7 @@ class ZipArchive:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        _refuse_special(path)
         try:
             self._file: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed by close()
         except OSError as exc:
@@ -94,8 +120,21 @@ class ZipArchive:
             raise SourceError(f"{self.path}: not a complete zip archive ({exc})",
                               "the download is probably truncated: download it again"
                               ) from None
-        return {info.filename: _member(self.path, info) for info in infos
-                if not info.is_dir()}
+        members: dict[str, Member] = {}
+        folded: dict[str, str] = {}
+        for info in infos:
+            if info.is_dir():
+                continue
+            name = info.filename
+            twin = folded.setdefault(name.replace("\\", "/").casefold(), name)
+            if name in members or twin != name:
+                what = (f"holds {name!r} twice" if twin == name else
+                        f"members {twin!r} and {name!r} differ only in case")
+                raise SourceError(f"{self.path}: {what}; Windows (and bundler) can take "
+                                  "only one of them",
+                                  "this archive is damaged or tampered with: get the original")
+            members[name] = _member(self.path, info)
+        return members
 
     def __enter__(self) -> ZipArchive:
         return self
@@ -104,20 +143,26 @@ class ZipArchive:
         self._file.close()
 
     def read_chunks(self, name: str, tap: Tap | None = None) -> Iterator[bytes]:
-        """Yield the member's bytes; raises SourceError if its size or CRC is wrong."""
+        """Yield the member's bytes; raises SourceError if its size or CRC is wrong, and
+        as soon as it would inflate past its declared size (nothing past it is yielded)."""
         member = self.members[name]
         decoder = _DECODERS[member.method]()
         crc, size = 0, 0
-        for raw in self._raw_chunks(member, tap or _no_tap):
-            try:
-                data = decoder.feed(raw)
-            except (zlib.error, ValueError) as exc:  # inflate64 raises ValueError
-                raise SourceError(f"{self.path}: member {name} is corrupt ({exc})",
-                                  "the archive is damaged: download it again") from None
-            crc = zlib.crc32(data, crc)
-            size += len(data)
-            if data:
-                yield data
+        try:
+            for raw in self._raw_chunks(member, tap or _no_tap):
+                for data in decoder.feed(raw):
+                    size += len(data)
+                    if size > member.size:
+                        raise SourceError(
+                            f"{self.path}: member {name} inflates past its declared size "
+                            f"of {member.size} bytes", "the archive is damaged or hostile "
+                            "(a zip bomb): get the original")
+                    crc = zlib.crc32(data, crc)
+                    if data:
+                        yield data
+        except (zlib.error, ValueError) as exc:  # inflate64 raises ValueError
+            raise SourceError(f"{self.path}: member {name} is corrupt ({exc})",
+                              "the archive is damaged: download it again") from None
         if size != member.size or crc != member.crc:
             raise SourceError(
                 f"{self.path}: member {name} is corrupt (CRC or size mismatch)",
@@ -150,6 +195,17 @@ class ZipArchive:
             offset += len(raw)
             remaining -= len(raw)
             yield raw
+
+
+def _refuse_special(path: Path) -> None:
+    """A device (/dev/zero), pipe or socket never ends: only regular files are read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # open() names the problem
+    if not stat.S_ISREG(mode):
+        raise SourceError(f"{path}: not a regular file (a device, pipe or folder)",
+                          "give the path of the downloaded file itself")
 
 
 def _no_tap(_offset: int, _data: bytes) -> None:
