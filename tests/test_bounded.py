@@ -96,8 +96,9 @@ def test_an_endless_source_given_on_the_command_line_is_one_line(
     spec.write_text('[app]\nname = "app"\npath = "app"\n[runtime]\n'
                     'recipe = "cudnn-8.0.3.33-cuda10.1-win-x64"\n')
     done = subprocess.run([sys.executable, "-m", "bundler", "pack", spec, "--source",
-                           "cudnn=/dev/zero", "--source", f"cuda={standin_toolkit}", "--offline"], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           "cudnn=/dev/zero", "--source", f"cuda={standin_toolkit}",
+                           "--offline"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2, done.stderr
     assert "/dev/zero: not a regular file" in done.stderr
 
