@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -17,12 +18,13 @@ from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bund
 from bundler.diagnose.inspection import inspect_path
 from bundler.diagnose.inspection import render as render_inspect
 from bundler.diagnose.verify import VerifyReport, verify
-from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
+from bundler.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROBLEMS, BundlerError
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
 from bundler.recipe import find_recipe, shipped_recipes
 from bundler.support.swap_journal import recover_beside
 from bundler.support.text_tables import human_size as _size
+from bundler.support.toml_tables import shown
 
 
 def _source_override(text: str) -> tuple[str, str]:
@@ -201,10 +203,26 @@ def build_parser() -> argparse.ArgumentParser:
 def _file_error(exc: OSError) -> BundlerError:
     if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list):
         source, _, why = exc.args[0][0]  # copytree: one (source, target, why) per file
-        return BundlerError(f"{source}: cannot copy it into the bundle: {why}",
-                            "close whatever holds it open and pack again")
+        hint = ("free some space and pack again" if _disk_full(str(why))
+                else "close whatever holds it open and pack again")
+        return BundlerError(f"{source}: cannot copy it into the bundle: {why}", hint)
     where = exc.filename or "a file bundler needed"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return BundlerError(f"{where}: the disk is full ({exc.strerror})",
+                            "free some space and pack again; nothing was changed")
     return BundlerError(f"{where}: {exc.strerror or exc}", "check the path and its permissions")
+
+
+def _disk_full(why: str) -> bool:
+    return any(text in why for text in (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT)))
+
+
+def _never_fail_to_print() -> None:
+    """Any path can be printed whatever the console's encoding (cp1252 on a Windows
+    redirect): characters it lacks are escaped, never an exception after the work."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _report(exc: BundlerError, debug: bool) -> int:
@@ -217,8 +235,22 @@ def _report(exc: BundlerError, debug: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _never_fail_to_print()
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except Exception as exc:  # the one guard: a bug is reported, never a traceback
+        if args.debug:
+            traceback.print_exc()
+        print(f"bundler: internal error: {type(exc).__name__}: {shown(str(exc), 300)}",
+              file=sys.stderr)
+        print(f"hint: this is a bug in bundler {__version__}: please report it to its "
+              "maintainers with the command and its output with --debug", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.run(args)
     except BundlerError as exc:
@@ -235,3 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bundler: interrupted; nothing was changed", file=sys.stderr)
         return 130
+    except MemoryError:
+        return _report(BundlerError("bundler ran out of memory; nothing was changed",
+                                    "raise the memory limit (bundler needs about 300 MB "
+                                    "whatever the input), or report it if it is higher"),
+                       args.debug)

@@ -6,6 +6,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3   # a bug in bundler: an unexpected exception, reported without a traceback
 
 
 class BundlerError(Exception):

@@ -24,6 +24,8 @@ MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = 1
 # A manifest lists tens of files; anything this large is not one of ours.
 MAX_MANIFEST_BYTES = 16 << 20
+# The bootstrap a folder app carries at its top (a frozen app carries it as a module).
+BOOTSTRAP_NAME = "_cudnn_bootstrap.py"
 _REPACK = "re-run `bundler pack` to rebuild the bundle"
 
 
@@ -128,8 +130,12 @@ def _plain(value: Any) -> Any:
 
 # Where a bundle's manifest may sit below the app folder: <dir>/ for folder apps,
 # _internal/<dir>/ for PyInstaller 6 onedir apps.
-_MANIFEST_GLOBS = (f"*/{MANIFEST_NAME}", f"_internal/*/{MANIFEST_NAME}",
-                   f"*/*/{MANIFEST_NAME}", f"_internal/*/*/{MANIFEST_NAME}")
+# The runtime folder is at most this many folders below the app (or its _internal/):
+# where readers look for the manifest, and what the spec allows.
+MAX_RUNTIME_DIR_DEPTH = 2
+_MANIFEST_GLOBS = tuple(f"{top}{'*/' * depth}{MANIFEST_NAME}"
+                        for depth in range(1, MAX_RUNTIME_DIR_DEPTH + 1)
+                        for top in ("", "_internal/"))
 
 
 @dataclass(frozen=True)
@@ -142,21 +148,28 @@ class FoundManifest:
 def find_manifest(app: Path) -> FoundManifest:
     if not app.is_dir():
         raise BundlerError(f"{app}: not a folder", "give the bundle folder made by bundler pack")
+    unreadable: list[Path] = []
     for pattern in _MANIFEST_GLOBS:
         for path in sorted(app.glob(pattern)):
-            found = _bundler_manifest(path)
+            found = _bundler_manifest(path, unreadable)
             if found is not None:
                 return found
+    if unreadable and (app / BOOTSTRAP_NAME).is_file():
+        # bundler's bootstrap is there, so an unreadable manifest.json is ours, damaged
+        raise DamagedManifest(f"{unreadable[0]}: the manifest is damaged: not valid JSON",
+                              _REPACK)
     raise BundlerError(f"{app}: no bundler manifest found (looked for <dir>/{MANIFEST_NAME})",
                        "give the folder `bundler pack` made (dist/<app name>)")
 
 
-def _bundler_manifest(path: Path) -> FoundManifest | None:
+def _bundler_manifest(path: Path, unreadable: list[Path]) -> FoundManifest | None:
     """The manifest at `path` if it is a bundler manifest (another tool's manifest.json
-    is passed over); DamagedManifest if it claims to be one but cannot be trusted."""
+    is passed over, unreadable ones noted in `unreadable`); DamagedManifest if it claims
+    to be one but cannot be trusted."""
     try:
         data = read_json(path, MAX_MANIFEST_BYTES, DamagedManifest, "")
     except DamagedManifest:
+        unreadable.append(path)
         return None
     if not looks_like_manifest(data):
         return None

@@ -12,11 +12,12 @@ from importlib import resources
 from pathlib import Path
 
 from bundler.errors import BuildError, SpecError
-from bundler.manifest import BootstrapEntry, Manifest, RecipeRef, Versions
+from bundler.manifest import BOOTSTRAP_NAME, BootstrapEntry, Manifest, RecipeRef, Versions
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.recipe import Recipe
 
-BOOTSTRAP_NAME = "_cudnn_bootstrap.py"
+__all__ = ["BOOTSTRAP_NAME", "INJECT_MARKER", "build_manifest", "inject_entry",
+           "write_bootstrap"]
 INJECT_MARKER = "# bundler: load the bundled cuDNN runtime first"
 
 # Loaded by path, not `import _cudnn_bootstrap`: the embeddable CPython's ._pth

@@ -7,11 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import SpecError
+from bundler.manifest import MAX_RUNTIME_DIR_DEPTH
 from bundler.pack.builders import BUILDERS
+from bundler.pack.emit import BOOTSTRAP_NAME
 from bundler.support.paths import escapes, windows_can_name
-from bundler.support.toml_tables import Table, load_toml
+from bundler.support.toml_tables import Table, load_toml, shown
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MAX_APP_NAME = 64  # dist/<name>/<runtime dir>/<dll> must fit Windows' 260-character paths
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,11 @@ def load_spec(path: Path) -> Spec:
 
 def _app_name(app: Table) -> str:
     name = app.take("name", str)
+    if len(name) > MAX_APP_NAME:
+        raise SpecError(f"{app.path}: app.name {shown(name)} is longer than {MAX_APP_NAME} "
+                        "characters", "use a shorter name (Windows paths are short)")
     if not _SAFE_NAME.match(name) or not windows_can_name(name):
-        raise SpecError(f"{app.path}: app.name {name!r} cannot be a folder name",
+        raise SpecError(f"{app.path}: app.name {shown(name)} cannot be a folder name",
                         "use letters, digits, '.', '_' and '-' only")
     return name
 
@@ -111,6 +117,9 @@ def _inside(table: Table, key: str, base: Path) -> Path | None:
 def _entry(app: Table) -> str:
     """The entry script inside the app folder, with forward slashes ("" for none)."""
     value = app.take("entry", str, "")
+    if PurePosixPath(value.replace("\\", "/")).as_posix().lower() == BOOTSTRAP_NAME.lower():
+        raise SpecError(f"{app.path}: app.entry = {value!r} is the bootstrap bundler writes",
+                        "name the app's own script, e.g. entry = \"main.py\"")
     return _relative_inside(app, "entry", value).as_posix() if value else ""
 
 
@@ -120,6 +129,11 @@ def _runtime_dir(runtime: Table) -> str:
     if not posix.parts:
         raise SpecError(f"{runtime.path}: runtime.dir must name a folder inside the app",
                         'use e.g. dir = "cudnn"')
+    if len(posix.parts) > MAX_RUNTIME_DIR_DEPTH:
+        raise SpecError(f"{runtime.path}: runtime.dir = {value!r} is more than "
+                        f"{MAX_RUNTIME_DIR_DEPTH} folders deep, where bundler's readers "
+                        "(verify, doctor) look for its manifest", 'use e.g. dir = "cudnn" or '
+                        '"lib/cudnn"')
     return posix.as_posix()
 
 

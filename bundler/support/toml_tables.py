@@ -7,6 +7,7 @@ the dotted key, what was expected and what was found.
 from __future__ import annotations
 
 import difflib
+import stat
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +21,12 @@ else:  # pragma: no cover - exercised on older Pythons only
 
 T = TypeVar("T")
 
+# Specs and recipes are a few KiB; no input to bundler is a TOML file of megabytes.
+MAX_TOML_BYTES = 1 << 20
+# No string a spec or recipe holds (names, paths, versions) is longer.
+MAX_STRING = 1024
+_BOM = b"\xef\xbb\xbf"
+
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", list: "a list",
                dict: "a table"}
 
@@ -31,18 +38,47 @@ def load_toml(path: Path, error: type[BundlerError], what: str) -> dict[str, Any
 
 def load_toml_bytes(path: Path, error: type[BundlerError], what: str
                     ) -> tuple[dict[str, Any], bytes]:
-    """Parse `path` and return its bytes too, from one read (for callers that hash it)."""
+    """Parse `path` and return its bytes too, from one read (for callers that hash it).
+    Only a regular file of at most MAX_TOML_BYTES is read (never a device or a pipe);
+    a UTF-8 byte-order mark (Windows Notepad) is allowed."""
+    raw = _read_capped(path, error, what)
+    text = raw[len(_BOM):] if raw.startswith(_BOM) else raw
     try:
-        raw = path.read_bytes()
-        return tomllib.loads(raw.decode("utf-8")), raw
-    except FileNotFoundError:
-        raise error(f"{path}: no such {what} file",
-                    f"check the path; a {what} is a TOML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot read {what}: {exc}", "check the file") from None
+        return tomllib.loads(text.decode("utf-8")), raw
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: cannot read {what}: not UTF-8 text ({exc})",
+                    f"save the {what} as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{path}: not valid TOML: {exc}",
                     f"fix the syntax of the {what}") from None
+
+
+def _read_capped(path: Path, error: type[BundlerError], what: str) -> bytes:
+    if "\0" in str(path):
+        raise error(f"{shown(str(path))}: a path cannot contain a NUL character",
+                    f"check the path of the {what}")
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise error(f"{path}: not a regular file (a folder, device or pipe)",
+                        f"give the path of the {what} file")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_TOML_BYTES + 1)
+    except FileNotFoundError:
+        raise error(f"{path}: no such {what} file",
+                    f"check the path; a {what} is a TOML file") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}",
+                    "check the file") from None
+    if len(raw) > MAX_TOML_BYTES:
+        raise error(f"{path}: larger than {MAX_TOML_BYTES >> 10} KiB, so not a {what}",
+                    f"give the path of the {what} file")
+    return raw
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """`value` as a message shows it: its repr, cut short (a 50 MB name is one line)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class Table:
@@ -80,16 +116,27 @@ class Table:
         value = self._data.pop(key)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise self._fail(
-                f"'{self._key(key)}' must be {_TYPE_NAMES[kind]}, not {value!r}",
+                f"'{self._key(key)}' must be {_TYPE_NAMES[kind]}, not {shown(value)}",
                 f"write {self._key(key)} as {_TYPE_NAMES[kind]}")
+        if isinstance(value, str):
+            self._check_string(key, value)
         return value
+
+    def _check_string(self, key: str, value: str) -> None:
+        if "\0" in value:
+            raise self._fail(f"'{self._key(key)}' = {shown(value)} contains a NUL character",
+                             "remove it: no name or path can hold one")
+        if len(value) > MAX_STRING:
+            raise self._fail(f"'{self._key(key)}' = {shown(value)} is longer than "
+                             f"{MAX_STRING} characters", "shorten it")
 
     def take_str_list(self, key: str, default: list[str] | None = None) -> list[str]:
         values = self.take(key, list, default if default is not None else ...)
         for value in values:
             if not isinstance(value, str):
                 raise self._fail(f"'{self._key(key)}' must be a list of strings, "
-                                 f"found {value!r}", "quote each entry")
+                                 f"found {shown(value)}", "quote each entry")
+            self._check_string(key, value)
         return list(values)
 
     def table(self, key: str, required: bool = True) -> Table:

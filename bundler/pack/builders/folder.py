@@ -33,13 +33,27 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
     ignore = _skip_output(target)
     _refuse_links_leaving(app, ignore)
     shutil.copytree(app, staging, dirs_exist_ok=True, ignore=ignore)
-    if (staging / spec.runtime_dir).exists():
-        raise SpecError(f"{spec.path}: the app folder already has '{spec.runtime_dir}', where "
-                        "the runtime goes", 'set [runtime] dir = "another-name"')
+    taken = _existing_ignoring_case(staging, spec.runtime_dir)
+    if taken:
+        raise SpecError(f"{spec.path}: the app folder already has '{taken}', where the runtime "
+                        f"'{spec.runtime_dir}' goes (Windows does not tell names apart by "
+                        "case)", 'set [runtime] dir = "another-name"')
     sha256 = write_bootstrap(staging / BOOTSTRAP_NAME, spec.runtime_dir)
     if spec.entry:
         inject_entry(staging / spec.entry, spec.entry.count("/"))
     return staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256)
+
+
+def _existing_ignoring_case(root: Path, relpath: str) -> str:
+    """The path in `root` that `relpath` names on Windows (case-insensitively), or ""."""
+    found = root
+    for part in relpath.split("/"):
+        match = [p for p in found.iterdir() if p.name.casefold() == part.casefold()] \
+            if found.is_dir() else []
+        if not match:
+            return ""
+        found = match[0]
+    return found.relative_to(root).as_posix()
 
 
 def _skip_output(target: Path) -> Callable[[str, list[str]], set[str]]:
