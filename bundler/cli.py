@@ -17,8 +17,9 @@ from bundler import __version__
 from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bundle, render_machine
 from bundler.diagnose.inspection import inspect_path
 from bundler.diagnose.inspection import render as render_inspect
-from bundler.diagnose.verify import VerifyReport, verify
-from bundler.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROBLEMS, BundlerError
+from bundler.diagnose.verify import VerifyReport, bundles_in, verify
+from bundler.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROBLEMS, BundlerError, LockError
+from bundler.lockfile import read_lock
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
 from bundler.recipe import find_recipe, shipped_recipes
@@ -74,24 +75,39 @@ def _say(message: str) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    recover_beside(Path(args.appdir).resolve(), _say)  # a pack killed mid-swap
-    report = verify(Path(args.appdir))
+    folder = Path(args.appdir)
+    bundles = bundles_in(folder)
+    lock = read_lock(Path(args.lock)) if args.lock else None
+    if args.lock and lock is None:
+        raise LockError(f"{args.lock}: no such lock file", "give the SPEC.lock beside the spec")
+    if lock is not None and len(bundles) > 1:
+        raise BundlerError(f"{folder}: holds {len(bundles)} bundles, and one lock pins one",
+                           "give the bundle folder itself with --lock")
+    reports = []
+    for found in bundles:
+        recover_beside(found.root, _say)  # a pack killed mid-swap
+        reports.append(verify(found.root, lock=lock,
+                              lock_path=Path(args.lock) if args.lock else None))
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        data = [r.to_dict() for r in reports]
+        print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
     else:
-        _print_verify(report)
-    return EXIT_OK if report.ok else EXIT_PROBLEMS
+        for report in reports:
+            _print_verify(report)
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_PROBLEMS
 
 
 def _print_verify(report: VerifyReport) -> None:
     for label, items in (("missing", report.missing), ("changed", report.changed),
-                         ("unexpected", report.unexpected)):
+                         ("unexpected", report.unexpected),
+                         ("not as locked", report.not_as_locked)):
         for item in items:
             print(f"{label}: {item}")
+    against = f" and {report.lock}" if report.lock else ""
     if report.ok:
-        print(f"ok: {report.checked} files match {report.manifest}")
+        print(f"ok: {report.checked} files match {report.manifest}{against}")
     else:
-        print(f"{report.app}: the bundle differs from its manifest; hint: re-run "
+        print(f"{report.app}: the bundle differs from its manifest{against}; hint: re-run "
               "`bundler pack` (an antivirus may have quarantined a DLL)", file=sys.stderr)
 
 
@@ -170,10 +186,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(run=cmd_pack)
 
-    v = commands.add_parser("verify", help="re-hash a bundle against its manifest",
-                            description="Check every bundled file against manifest.json; "
-                            "exit 1 if any is missing, changed or unexpected.")
+    v = commands.add_parser("verify", help="re-hash a bundle against its manifest (and lock)",
+                            description="Check every bundled file against manifest.json, "
+                            "and that the entry script still loads the bootstrap; with "
+                            "--lock, each file against the lock too. APPDIR may be a folder "
+                            "of bundles (dist): each is checked. Exit 1 if any file is "
+                            "missing, changed or unexpected.")
     v.add_argument("appdir", metavar="APPDIR")
+    v.add_argument("--lock", metavar="SPEC.lock", help="the lock the bundle was packed with: "
+                   "pins each file's sha256 apart from the manifest")
     v.add_argument("--json", action="store_true", help="print a JSON report")
     v.set_defaults(run=cmd_verify)
 

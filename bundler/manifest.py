@@ -26,6 +26,10 @@ MANIFEST_FORMAT = 1
 MAX_MANIFEST_BYTES = 16 << 20
 # The bootstrap a folder app carries at its top (a frozen app carries it as a module).
 BOOTSTRAP_NAME = "_cudnn_bootstrap.py"
+# The first and the loading line of what `bundler pack` adds to the entry script:
+# verify checks the entry still has both.
+INJECT_MARKER = "# bundler: load the bundled cuDNN runtime first"
+INJECT_LOADS = '_bundler_spec.loader.exec_module(_bundler_sys.modules["_cudnn_bootstrap"])'
 _REPACK = "re-run `bundler pack` to rebuild the bundle"
 
 
@@ -77,6 +81,7 @@ class BootstrapEntry:
     module: str = ""
     runtime_hook: str = ""
     stored: str = ""
+    entry: str = ""   # the app's script that carries the lines loading it ("" for none)
 
 
 @dataclass(frozen=True)
@@ -250,6 +255,8 @@ def _bootstrap_entry(reader: _Reader, table: Mapping[str, object]) -> BootstrapE
     entry = BootstrapEntry(**{f.name: reader.text(table, f.name, "bootstrap",
                                                   optional=f.default == "")
                               for f in fields(BootstrapEntry)})
+    if entry.entry:
+        reader.relpath_value(entry.entry, "bootstrap.entry")
     if entry.path:
         reader.relpath_value(entry.path, "bootstrap.path")
     elif not entry.module:

@@ -1,12 +1,20 @@
-"""`bundler verify APPDIR`: re-hash every bundled file against the manifest."""
+"""`bundler verify APPDIR [--lock SPEC.lock]`: re-hash every bundled file against the
+manifest, check the entry script still loads the bootstrap, and (with --lock) check
+each file against the lock, which pins every file's sha256 independently of the
+manifest: a replaced DLL with a hand-edited manifest hash still differs from the lock."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.manifest import FoundManifest, find_manifest
+from bundler.errors import BundlerError
+from bundler.lockfile import Lock
+from bundler.manifest import INJECT_LOADS, INJECT_MARKER, FoundManifest, find_manifest
 from bundler.support.hashing import sha256_file
+from bundler.support.paths import is_inside_relative
+
+_MAX_ENTRY_BYTES = 64 << 20  # an entry script; only read to find the bootstrap lines
 
 
 @dataclass
@@ -17,37 +25,112 @@ class VerifyReport:
     missing: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
+    not_as_locked: list[str] = field(default_factory=list)  # only with a lock
+    lock: str = ""
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.changed or self.unexpected)
+        return not (self.missing or self.changed or self.unexpected or self.not_as_locked)
 
     def to_dict(self) -> dict[str, object]:
         """What `verify --json` prints and doctor's report of a bundle holds."""
         return {"app": str(self.app), "manifest": str(self.manifest), "ok": self.ok,
                 "checked": self.checked, "missing": self.missing, "changed": self.changed,
-                "unexpected": self.unexpected}
+                "unexpected": self.unexpected, "not_as_locked": self.not_as_locked,
+                "lock": self.lock}
 
 
-def verify(app: Path, found: FoundManifest | None = None) -> VerifyReport:
+def bundles_in(folder: Path) -> list[FoundManifest]:
+    """The bundle `folder` is, or else each bundle directly inside it (`verify dist`)."""
+    folder = folder.resolve()
+    try:
+        found: FoundManifest | None = find_manifest(folder)
+    except BundlerError as exc:
+        if type(exc) is not BundlerError or not folder.is_dir():
+            raise  # damaged or newer (that bundle is named), or not a folder at all
+        found, first_error = None, exc
+    if found is not None and found.root in (folder, folder / "_internal"):
+        return [found]
+    inside = [sub for sub in sorted(folder.iterdir()) if sub.is_dir()]
+    bundles = [f for sub in inside if (f := _bundle_at(sub)) is not None]
+    if not bundles:
+        raise first_error if found is None else BundlerError(
+            f"{folder}: no bundle in it or directly below it", "give the bundle folder")
+    return bundles
+
+
+def _bundle_at(folder: Path) -> FoundManifest | None:
+    try:
+        found = find_manifest(folder)
+    except BundlerError as exc:
+        if type(exc) is not BundlerError:
+            raise
+        return None
+    return found if found.root in (folder, folder / "_internal") else None
+
+
+def verify(app: Path, found: FoundManifest | None = None, lock: Lock | None = None,
+           lock_path: Path | None = None) -> VerifyReport:
     """Every file the manifest lists against its hash, and files it does not list.
-    `found`: the app's manifest when the caller has looked it up already."""
+    `found`: the app's manifest when the caller has looked it up already; `lock`: the
+    app's lock, to check each file against too."""
     found = found or find_manifest(app.resolve())
-    report = VerifyReport(app=app, manifest=found.path)
+    report = VerifyReport(app=app, manifest=found.path, lock=str(lock_path or ""))
     manifest = found.manifest
     expected = {entry.path: entry.sha256 for entry in manifest.files}
     if manifest.bootstrap.path:
         expected[manifest.bootstrap.path] = manifest.bootstrap.sha256
+    hashes: dict[str, str] = {}
     for relpath, sha256 in sorted(expected.items()):
         path = found.root / relpath
         report.checked += 1
         if not path.is_file():
             report.missing.append(relpath)
-        elif sha256_file(path, f"verifying {path.name}") != sha256:
+        elif _hash(path, relpath, hashes) != sha256:
             report.changed.append(relpath)
     runtime = found.root / manifest.runtime_dir
     for path in sorted(p for p in runtime.rglob("*") if p.is_file()):
         relpath = path.relative_to(found.root).as_posix()
         if relpath not in expected and path != found.path:
             report.unexpected.append(relpath)
+    _check_entry(found, report)
+    if lock is not None:
+        _check_lock(found, lock, report, hashes)
     return report
+
+
+def _hash(path: Path, relpath: str, hashes: dict[str, str]) -> str:
+    if relpath not in hashes:
+        hashes[relpath] = sha256_file(path, f"verifying {path.name}")
+    return hashes[relpath]
+
+
+def _check_entry(found: FoundManifest, report: VerifyReport) -> None:
+    """The entry script must still carry the lines that load the bootstrap: without
+    them the app loads whatever cuDNN Windows finds first."""
+    entry = found.manifest.bootstrap.entry
+    if not entry:
+        return
+    report.checked += 1
+    path = found.root / entry
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(_MAX_ENTRY_BYTES).decode("utf-8", "replace")
+    except OSError:
+        report.missing.append(entry)
+        return
+    if INJECT_MARKER not in text or INJECT_LOADS not in text:
+        report.changed.append(f"{entry} (the lines that load the bootstrap are gone)")
+
+
+def _check_lock(found: FoundManifest, lock: Lock, report: VerifyReport,
+                hashes: dict[str, str]) -> None:
+    listed = {entry.path for entry in found.manifest.files}
+    for relpath, sha256 in sorted(lock.files.items()):
+        path = found.root / relpath
+        if not is_inside_relative(relpath) or not path.is_file():
+            report.not_as_locked.append(f"{relpath} (in the lock, not in the bundle)")
+        elif _hash(path, relpath, hashes) != sha256:
+            report.not_as_locked.append(f"{relpath} (its sha256 differs from the lock)")
+    report.not_as_locked += [f"{relpath} (in the manifest, not in the lock)"
+                             for relpath in sorted(listed - set(lock.files))]

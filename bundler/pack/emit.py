@@ -12,13 +12,20 @@ from importlib import resources
 from pathlib import Path
 
 from bundler.errors import BuildError, SpecError
-from bundler.manifest import BOOTSTRAP_NAME, BootstrapEntry, Manifest, RecipeRef, Versions
+from bundler.manifest import (
+    BOOTSTRAP_NAME,
+    INJECT_LOADS,
+    INJECT_MARKER,
+    BootstrapEntry,
+    Manifest,
+    RecipeRef,
+    Versions,
+)
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.recipe import Recipe
 
 __all__ = ["BOOTSTRAP_NAME", "INJECT_MARKER", "build_manifest", "inject_entry",
            "write_bootstrap"]
-INJECT_MARKER = "# bundler: load the bundled cuDNN runtime first"
 
 # Loaded by path, not `import _cudnn_bootstrap`: the embeddable CPython's ._pth
 # file keeps the script's folder off sys.path. Registered in sys.modules so the
@@ -29,7 +36,7 @@ import importlib.util as _bundler_util, os.path as _bundler_path, sys as _bundle
 _bundler_spec = _bundler_util.spec_from_file_location("_cudnn_bootstrap", _bundler_path.join(
     _bundler_path.dirname(_bundler_path.abspath(__file__)), LOCATION))
 _bundler_sys.modules["_cudnn_bootstrap"] = _bundler_util.module_from_spec(_bundler_spec)
-_bundler_spec.loader.exec_module(_bundler_sys.modules["_cudnn_bootstrap"])
+{INJECT_LOADS}
 del _bundler_util, _bundler_path, _bundler_sys, _bundler_spec
 '''
 

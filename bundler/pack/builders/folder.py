@@ -41,7 +41,7 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
     sha256 = write_bootstrap(staging / BOOTSTRAP_NAME, spec.runtime_dir)
     if spec.entry:
         inject_entry(staging / spec.entry, spec.entry.count("/"))
-    return staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256)
+    return staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256, entry=spec.entry)
 
 
 def _existing_ignoring_case(root: Path, relpath: str) -> str:
