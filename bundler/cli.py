@@ -19,7 +19,7 @@ from bundler.diagnose.inspection import inspect_path
 from bundler.diagnose.inspection import render as render_inspect
 from bundler.diagnose.verify import VerifyReport, bundles_in, verify
 from bundler.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROBLEMS, BundlerError, LockError
-from bundler.lockfile import read_lock
+from bundler.lockfile import Lock, read_lock
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
 from bundler.recipe import find_recipe, shipped_recipes
@@ -74,12 +74,19 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _lock_arg(args: argparse.Namespace) -> Lock | None:
+    if not args.lock:
+        return None
+    lock = read_lock(Path(args.lock))
+    if lock is None:
+        raise LockError(f"{args.lock}: no such lock file", "give the SPEC.lock beside the spec")
+    return lock
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     folder = Path(args.appdir)
     bundles = bundles_in(folder)
-    lock = read_lock(Path(args.lock)) if args.lock else None
-    if args.lock and lock is None:
-        raise LockError(f"{args.lock}: no such lock file", "give the SPEC.lock beside the spec")
+    lock = _lock_arg(args)
     if lock is not None and len(bundles) > 1:
         raise BundlerError(f"{folder}: holds {len(bundles)} bundles, and one lock pins one",
                            "give the bundle folder itself with --lock")
@@ -120,7 +127,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     if args.appdir:
         recover_beside(Path(args.appdir).resolve(), _say)
-        bundle = examine_bundle(Path(args.appdir))
+        bundle = examine_bundle(Path(args.appdir), lock=_lock_arg(args))
         _print_report(bundle, render_bundle(bundle), args.json)
         return EXIT_OK if bundle.ok else EXIT_PROBLEMS
     machine = examine_machine()
@@ -212,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "finds, the driver, the installed frameworks. With APPDIR: verify "
                             "the bundle and check it would load here. Exit 1 if problems.")
     d.add_argument("appdir", nargs="?", metavar="APPDIR", help="a bundle made by bundler pack")
+    d.add_argument("--lock", metavar="SPEC.lock", help="with APPDIR: check each file against "
+                   "the lock too")
     d.add_argument("--json", action="store_true", help="print a JSON report")
     d.set_defaults(run=cmd_doctor)
 

@@ -45,6 +45,8 @@ def test_a_replaced_dll_with_a_forged_manifest_hash_differs_from_the_lock(
     assert f"not as locked: {replaced} (its sha256 differs from the lock)" in out
     code, out, _ = run_cli(capsys, "verify", packed.dist, "--lock", lock, "--json")
     assert code == 1 and json.loads(out)["not_as_locked"]
+    code, out, _ = run_cli(capsys, "doctor", packed.dist, "--lock", lock)
+    assert code == 1 and "not as the lock pins it" in out
 
 
 def test_an_entry_script_without_its_bootstrap_lines_fails_verify(

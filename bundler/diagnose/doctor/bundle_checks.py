@@ -30,6 +30,7 @@ from bundler.diagnose.doctor.host import (
 )
 from bundler.diagnose.inspection import Dependency, DllFacts, dll_facts
 from bundler.diagnose.verify import VerifyReport, verify
+from bundler.lockfile import Lock
 from bundler.manifest import FileEntry, Versions, find_manifest
 from bundler.recipe import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_check, same_file
@@ -63,9 +64,11 @@ class BundleReport:
         return not any(f.level == PROBLEM for f in self.findings)
 
 
-def examine_bundle(app: Path, environ: Mapping[str, str] | None = None) -> BundleReport:
+def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
+                   lock: Lock | None = None) -> BundleReport:
+    """`lock`: the bundle's lock, to check each file against it too (doctor --lock)."""
     found = find_manifest(app.resolve())
-    checked = verify(app, found)
+    checked = verify(app, found, lock)
     manifest = found.manifest
     environ = os.environ if environ is None else environ
     entries = manifest.dll_entries
@@ -117,7 +120,9 @@ def _verify_findings(report: VerifyReport) -> list[Finding]:
     findings = [Finding(PROBLEM, "bundle", f"{what}: {', '.join(items)}", REPACK)
                 for what, items in (("missing from the bundle", report.missing),
                                     ("changed since pack", report.changed),
-                                    ("not in the manifest", report.unexpected)) if items]
+                                    ("not in the manifest", report.unexpected),
+                                    ("not as the lock pins it", report.not_as_locked))
+                if items]
     if not findings:
         findings.append(Finding(OK, "bundle", f"{report.checked} files match "
                                 f"{report.manifest}"))
