@@ -23,7 +23,7 @@ from bundler.lockfile import Lock, read_lock
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
 from bundler.recipe import find_recipe, shipped_recipes
-from bundler.support.swap_journal import recover_beside
+from bundler.support.swap_journal import journaled_targets, recover_beside
 from bundler.support.text_tables import human_size as _size
 from bundler.support.toml_tables import shown
 
@@ -85,6 +85,9 @@ def _lock_arg(args: argparse.Namespace) -> Lock | None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     folder = Path(args.appdir)
+    # A pack killed mid-swap: the bundle (or one in the folder) may be aside.
+    for target in [folder.resolve(), *journaled_targets(folder.resolve())]:
+        recover_beside(target, _say)
     bundles = bundles_in(folder)
     lock = _lock_arg(args)
     if lock is not None and len(bundles) > 1:
@@ -92,7 +95,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
                            "give the bundle folder itself with --lock")
     reports = []
     for found in bundles:
-        recover_beside(found.root, _say)  # a pack killed mid-swap
         reports.append(verify(found.root, lock=lock,
                               lock_path=Path(args.lock) if args.lock else None))
     if args.json:

@@ -107,3 +107,16 @@ def test_measure_reports_json(tmp_path: Path) -> None:
     path = tmp_path / "small.zip"
     bench.write_zip(path, 0, gib=1 / 1024)
     assert json.dumps(bench.measure(path, tmp_path))
+
+
+def test_a_zip_needing_a_newer_reader_is_one_line(tmp_path: Path) -> None:
+    """Found by tests/test_fuzz.py: zipfile raises NotImplementedError for it."""
+    path = tmp_path / "v64.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("cuda/bin/cudnn64_8.dll", b"x")
+    raw = bytearray(path.read_bytes())
+    central = raw.index(b"PK\x01\x02")
+    raw[central + 6] = 64  # version needed to extract: 6.4
+    path.write_bytes(bytes(raw))
+    with pytest.raises(SourceError, match="not a complete zip archive"):
+        ZipArchive(path)

@@ -187,3 +187,14 @@ def test_out_on_another_filesystem_packs_again_and_again(crash_case) -> None:
         assert [p.name for p in out.parent.iterdir()] == ["app"]
     finally:
         shutil.rmtree(out.parent)
+
+
+def test_verify_of_the_folder_completes_an_interrupted_swap_inside_it(crash_case) -> None:
+    pristine, toolkit, old, new = crash_case
+    work = fresh(pristine)
+    assert bundler("pack", work / "app.spec", "--source", f"cuda={toolkit}", "--update-lock",
+                   kill_at="swap-retired").returncode == -signal.SIGKILL
+    assert not (work / "dist" / "app").exists()  # aside, mid-swap
+    verified = bundler("verify", work / "dist")
+    assert verified.returncode == 0, verified.stderr
+    assert "completed the swap" in verified.stderr and state(work) == new

@@ -43,7 +43,8 @@ def quickstart_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_quickstart_packs_and_verifies(quickstart_copy: Path) -> None:
     result = subprocess.run(["bundler", "verify", str(quickstart_copy)],
                             capture_output=True, text=True)
-    assert result.returncode == 0 and result.stdout.startswith("ok: 12 files match")
+    assert result.returncode == 0  # 12 runtime files and the entry script:
+    assert result.stdout.startswith("ok: 13 files match")
 
 
 def test_quickstart_app_runs_on_windows(quickstart_copy: Path) -> None:

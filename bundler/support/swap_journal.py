@@ -52,8 +52,18 @@ def checkpoint(name: str) -> None:
             time.sleep(0.05)
 
 
+_JOURNAL_SUFFIX = ".swap.json"
+
+
 def journal_path(target: Path) -> Path:
-    return target.with_name(f".{target.name}.swap.json")
+    return target.with_name(f".{target.name}{_JOURNAL_SUFFIX}")
+
+
+def journaled_targets(folder: Path) -> list[Path]:
+    """The targets inside `folder` that have a journal (a swap that was interrupted)."""
+    if not folder.is_dir():
+        return []
+    return [folder / p.name[1:-len(_JOURNAL_SUFFIX)] for p in folder.glob(f".*{_JOURNAL_SUFFIX}")]
 
 
 def staging_prefix(target: Path) -> str:

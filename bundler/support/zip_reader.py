@@ -116,7 +116,7 @@ class ZipArchive:
         try:
             with zipfile.ZipFile(self._file) as directory:
                 infos = directory.infolist()
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, ValueError) as exc:
             raise SourceError(f"{self.path}: not a complete zip archive ({exc})",
                               "the download is probably truncated: download it again"
                               ) from None
