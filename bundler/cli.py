@@ -7,9 +7,11 @@ import errno
 import json
 import os
 import shutil
+import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -266,12 +268,40 @@ def _report(exc: BundlerError, debug: bool) -> int:
     return exc.exit_code
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a closed terminal, a stopped service): unwound like Ctrl-C, so
+    a staging folder is removed and a swap under way undone before the process ends."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
+@contextmanager
+def _terminate_like_ctrl_c() -> Iterator[None]:
+    wanted = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    try:
+        previous = {signum: signal.signal(signum, _raise_terminated) for signum in wanted}
+    except ValueError:  # not the main thread: leave the handlers alone
+        previous = {}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _never_fail_to_print()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return _run(args)
+        with _terminate_like_ctrl_c():
+            return _run(args)
     except Exception as exc:  # the one guard: a bug is reported, never a traceback
         if args.debug:
             traceback.print_exc()
@@ -296,9 +326,9 @@ def _run(args: argparse.Namespace) -> int:
         # A file the user named cannot be read or written (a folder where a file
         # should be, permissions, a full disk): still one line, not a traceback.
         return _report(_file_error(exc), args.debug)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("bundler: interrupted; nothing was changed", file=sys.stderr)
-        return 130
+        return 128 + exc.signum if isinstance(exc, Terminated) else 130
     except MemoryError:
         return _report(BundlerError("bundler ran out of memory; nothing was changed",
                                     "raise the memory limit (bundler needs about 300 MB "

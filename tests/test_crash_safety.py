@@ -198,3 +198,26 @@ def test_verify_of_the_folder_completes_an_interrupted_swap_inside_it(crash_case
     verified = bundler("verify", work / "dist")
     assert verified.returncode == 0, verified.stderr
     assert "completed the swap" in verified.stderr and state(work) == new
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+@pytest.mark.parametrize("point", ["staged", "swap-moved-in"])
+def test_a_terminated_pack_cleans_up_at_once(crash_case, signum: int, point: str) -> None:
+    """SIGTERM/SIGHUP unwind like Ctrl-C: no staging folder is left even before the next
+    pack, and a swap under way is undone."""
+    pristine, toolkit, old, _new = crash_case
+    work = fresh(pristine)
+    flag = work.parent / "never"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), PAUSE_AT_ENV: f"{point}:{flag}"}
+    process = subprocess.Popen([sys.executable, "-m", "bundler", "pack", work / "app.spec",
+                                "--source", f"cuda={toolkit}", "--update-lock"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not Path(f"{flag}.paused").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    Path(f"{flag}.paused").unlink()
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, err
+    assert "interrupted; nothing was changed" in err and "Traceback" not in err
+    assert state(work) == old and debris(work) == []
