@@ -120,3 +120,17 @@ def test_a_zip_needing_a_newer_reader_is_one_line(tmp_path: Path) -> None:
     path.write_bytes(bytes(raw))
     with pytest.raises(SourceError, match="not a complete zip archive"):
         ZipArchive(path)
+
+
+def test_a_huge_zip_directory_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """A 22-byte end record may claim a directory of any size (a zip64 one, millions of
+    members); zipfile would read it whole and hold an object per member in memory."""
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("a", b"x")
+    raw = bytearray(path.read_bytes())
+    end = raw.rindex(b"PK\x05\x06")
+    raw[end + 12:end + 16] = (100 << 20).to_bytes(4, "little")  # directory size
+    path.write_bytes(bytes(raw))
+    with pytest.raises(SourceError, match="more than bundler reads"):
+        ZipArchive(path)

@@ -22,6 +22,10 @@ import inflate64
 from bundler.errors import SourceError
 from bundler.support.hashing import CHUNK
 
+# cuDNN's and CUDA's zips and wheels hold tens to hundreds of members; these bound the
+# memory zipfile spends on a directory (about 0.5 KB per member).
+MAX_MEMBERS = 200_000
+MAX_DIRECTORY_BYTES = 64 << 20
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _LOCAL_MAGIC = b"PK\x03\x04"
 STORED, DEFLATED, DEFLATE64 = 0, 8, 9
@@ -113,6 +117,7 @@ class ZipArchive:
             raise
 
     def _read_directory(self) -> dict[str, Member]:
+        self._refuse_huge_directory()
         try:
             with zipfile.ZipFile(self._file) as directory:
                 infos = directory.infolist()
@@ -135,6 +140,23 @@ class ZipArchive:
                                   "this archive is damaged or tampered with: get the original")
             members[name] = _member(self.path, info)
         return members
+
+    def _refuse_huge_directory(self) -> None:
+        """zipfile holds the whole central directory in memory (an object per member):
+        refuse one far larger than any runtime archive before it is read."""
+        try:
+            end = zipfile._EndRecData(self._file)  # type: ignore[attr-defined]
+        except (OSError, ValueError):
+            return  # zipfile names the problem
+        if end is None:
+            return
+        entries = end[zipfile._ECD_ENTRIES_TOTAL]  # type: ignore[attr-defined]
+        size = end[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+        if entries > MAX_MEMBERS or size > MAX_DIRECTORY_BYTES:
+            raise SourceError(f"{self.path}: its directory lists {entries} members in {size} "
+                              f"bytes, more than bundler reads ({MAX_MEMBERS} members, "
+                              f"{MAX_DIRECTORY_BYTES >> 20} MiB)",
+                              "this is not a runtime archive: check the path")
 
     def __enter__(self) -> ZipArchive:
         return self
