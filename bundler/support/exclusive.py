@@ -20,9 +20,12 @@ _POLL_SECONDS = 0.2
 _WINDOWS_LOCK_OFFSET = 1 << 30  # a byte past any pid text: readers are never blocked
 
 
+LOCK_SUFFIX = ".pack-lock"
+
+
 def lock_file(path: Path) -> Path:
     """The inter-process lock guarding `path` (a bundle folder or a spec's lock)."""
-    return path.with_name(f".{path.name}.pack-lock")
+    return path.with_name(f".{path.name}{LOCK_SUFFIX}")
 
 
 @contextmanager

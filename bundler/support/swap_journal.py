@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -30,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bundler.errors import RefusedError
-from bundler.support.exclusive import exclusive, lock_file
+from bundler.support.exclusive import LOCK_SUFFIX, exclusive, lock_file
 from bundler.support.json_files import read_json
 
 JOURNAL_FORMAT = 1
@@ -64,6 +65,16 @@ def journaled_targets(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return [folder / p.name[1:-len(_JOURNAL_SUFFIX)] for p in folder.glob(f".*{_JOURNAL_SUFFIX}")]
+
+
+def is_pack_file(name: str) -> bool:
+    """Whether `name` is one of the files or folders packs keep beside a bundle or lock
+    while they run (staging, retired bundle, journal, temporary lock, pack lock)."""
+    return bool(_PACK_FILE.match(name))
+
+
+_PACK_FILE = re.compile(r"^\..+(\.staging-.+|\.old-.+|" + re.escape(_JOURNAL_SUFFIX)
+                        + r"(\.tmp)?|" + re.escape(LOCK_SUFFIX) + r"|\.new-.+)$")
 
 
 def staging_prefix(target: Path) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING
 from bundler.errors import SpecError
 from bundler.manifest import BootstrapEntry
 from bundler.pack.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
+from bundler.support.swap_journal import is_pack_file
 
 if TYPE_CHECKING:  # the spec module imports the builders table
     from bundler.pack.spec import Spec
@@ -67,14 +67,10 @@ def _skip_output(target: Path) -> Callable[[str, list[str]], set[str]]:
         if here.resolve() == target.parent:
             skipped |= {n for n in names if n == target.name or n.startswith(f".{target.name}.")}
         skipped |= {n for n in names if (here / n / BOOTSTRAP_NAME).is_file()
-                    or _DEBRIS.match(n)}
+                    or is_pack_file(n)}
         return skipped
 
     return ignore
-
-
-# What packs leave beside their outputs while they run (staging, journal, lock files).
-_DEBRIS = re.compile(r"^\..+\.(staging-.+|old-.+|swap\.json(\.tmp)?|pack-lock|new-.+)$")
 
 
 def _refuse_links_leaving(app: Path, ignore: Callable[[str, list[str]], set[str]]) -> None:
