@@ -72,7 +72,8 @@ def _still_at(fd: int, path: Path) -> bool:
 
 def _holder(fd: int) -> str:
     try:
-        text = os.pread(fd, 32, 0) if hasattr(os, "pread") else b""
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, 32)
     except OSError:
         text = b""
     pid = text.decode("ascii", "replace").strip()
