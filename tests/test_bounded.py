@@ -134,3 +134,23 @@ def test_a_huge_zip_directory_is_refused_before_it_is_read(tmp_path: Path) -> No
     path.write_bytes(bytes(raw))
     with pytest.raises(SourceError, match="more than bundler reads"):
         ZipArchive(path)
+
+
+def test_a_wheel_whose_record_declares_gigabytes_is_refused_before_reading(
+        tmp_path: Path) -> None:
+    """RECORD is read whole; a bomb declaring 4 GB (or inflating to it) must not be."""
+    from bundler.pack.sources import WheelSource
+    from bundler.recipe import SourceSpec
+    from tests import wheelkit
+    path = wheelkit.make_wheel(tmp_path, {"demo/bin/demo64_1.dll": b"x"}, name="demo_pkg",
+                               version="1.0")
+    raw = bytearray(path.read_bytes())
+    name = b"demo_pkg-1.0.dist-info/RECORD"
+    central = raw.rindex(name) - 46  # RECORD's central directory entry
+    assert raw[central:central + 4] == b"PK\x01\x02"
+    raw[central + 24:central + 28] = b"\xf0\xff\xff\xff"  # uncompressed size ~4 GiB
+    path.write_bytes(bytes(raw))
+    spec = SourceSpec(id="demo", kind="wheel", contents=("demo/bin/demo64_1.dll",),
+                      package="demo-pkg", version="1.0", platform_tag="win_amd64")
+    with pytest.raises(SourceError, match="larger than 16 MiB"):
+        WheelSource(spec, path, "test")

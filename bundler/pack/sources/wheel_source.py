@@ -110,9 +110,17 @@ def _dist_info(archive: ZipArchive, name: WheelName, spec: SourceSpec) -> str:
     return matching[0]
 
 
+# RECORD, WHEEL and METADATA are read whole; a RECORD of thousands of files is ~1 MiB.
+MAX_METADATA_BYTES = 16 << 20
+
+
 def _read_text(archive: ZipArchive, member: str, spec: SourceSpec) -> str:
     if member not in archive.members:
         raise SourceError(f"{archive.path}: the wheel has no {member}",
+                          f"this is not a complete wheel: {_command(spec)}")
+    if archive.members[member].size > MAX_METADATA_BYTES:  # read whole: keep it bounded
+        raise SourceError(f"{archive.path}: the wheel's {member} is larger than "
+                          f"{MAX_METADATA_BYTES >> 20} MiB, so not a wheel's metadata",
                           f"this is not a complete wheel: {_command(spec)}")
     return b"".join(archive.read_chunks(member)).decode("utf-8", "replace")
 
