@@ -69,9 +69,9 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None) -> Bundl
     manifest = found.manifest
     environ = os.environ if environ is None else environ
     entries = manifest.dll_entries
-    folders = search_folders(environ, application=os.path.dirname(sys.executable))
-    placed = place(find_copies([f for f in folders if f.searched],
-                               sorted({PurePosixPath(e.path).name for e in entries})))
+    folders = [f for f in search_folders(environ, application=os.path.dirname(sys.executable))
+               if f.searched]
+    placed = place(find_copies(folders, sorted({PurePosixPath(e.path).name for e in entries})))
     versions = _plain_versions(manifest.versions)
     report = BundleReport(
         app=str(app), manifest=str(found.path), recipe=manifest.recipe.name,
@@ -80,6 +80,11 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None) -> Bundl
         dlls=_bundled_dlls(found.root, entries, checked, placed, manifest.recipe.name),
         driver=driver_check(versions) if os.name == "nt" else {})
     expected = {PurePosixPath(e.path).name.lower() for e in entries}
+    # The DLLs loaded by name at run time but left out: a copy of one on the search
+    # path is what that load would get.
+    left_out = sorted({d.name for dll in report.dlls for d in dll.facts.dependencies
+                       if d.how == "runtime" and d.status != "bundled"})
+    placed += place(find_copies(folders, left_out)) if left_out else []
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report))
     return replace(report, findings=tuple(findings))
