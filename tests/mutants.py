@@ -90,6 +90,7 @@ def run(mutant: Mutant, tree: Path) -> tuple[bool, str, float]:
                           capture_output=True, text=True, check=False)
     failed = next((line.split()[1] for line in proc.stdout.splitlines()
                    if line.startswith(("FAILED ", "ERROR "))), "")
+    (tree.parent / f"{mutant.name}.log").write_text(proc.stdout + proc.stderr)
     return proc.returncode != 0, failed, time.monotonic() - start
 
 
@@ -105,6 +106,7 @@ def main(names: list[str]) -> int:
         if not killed:
             survived.append(mutant.name)
     shutil.rmtree(tree, ignore_errors=True)
+    print(f"pytest output of each: {tree.parent}/<name>.log")
     print(f"{len(chosen) - len(survived)} killed, {len(survived)} survived"
           + (f": {', '.join(survived)}" if survived else ""))
     return 1 if survived else 0

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bundler.cli import main
+from tests.winenv.paths import PROJECT_ROOT
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
 
@@ -65,11 +70,29 @@ def make_workspace(root: Path, framework: Path, sources: dict[str, Path],
     return Workspace(root, spec)
 
 
+def bundler_cli(*args: object, cwd: Path | None = None,
+                capture: bool = False) -> subprocess.CompletedProcess[str]:
+    """`python -m bundler ARGS` with this checkout's bundler (never the first `bundler`
+    on PATH, nor an installed copy), in a child process, as a user runs it."""
+    path = os.pathsep.join(filter(None, (str(PROJECT_ROOT), os.environ.get("PYTHONPATH"))))
+    return subprocess.run([sys.executable, "-m", "bundler", *map(str, args)], cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": path}, capture_output=capture,
+                          text=True, check=False)
+
+
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     capsys.readouterr()
     code = main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def own_copy(folder: Path, tmp_path: Path) -> Path:
+    """A copy of a bundle shared by several tests, for one test to run or change: a run
+    writes __pycache__ into it, which another test's snapshot or verify would see."""
+    copy = Path(tempfile.mkdtemp(prefix="own-", dir=tmp_path)) / folder.name
+    shutil.copytree(folder, copy)
+    return copy
 
 
 def snapshot(folder: Path) -> dict[str, str]:

@@ -133,15 +133,6 @@ def pack_probes(root: Path, dlls: Path, components: list[str]) -> Path:
     return pack(load_spec(root / "app.spec"), environ={}).out
 
 
-@pytest.fixture
-def app_python() -> Iterator[WindowsPython]:
-    """The embeddable CPython as shipped (the script's folder is not on sys.path)."""
-    from tests.winenv import require_wine
-
-    require_wine()
-    yield WindowsPython.setup(script_dir_on_path=False)
-
-
 def test_manifest_orders_a_requirement_first_and_not_by_name(
         tmp_path: Path, probes: tuple[Path, Path]) -> None:
     app = pack_probes(tmp_path, probes[0], ["alpha", "beta", "yside"])

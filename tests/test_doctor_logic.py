@@ -29,6 +29,7 @@ from bundler.runtime.bootstrap import (
     runs_on,
 )
 from bundler.windows.compat import compat_facts, parse_compat, version_tuple
+from tests.winenv.paths import PROJECT_ROOT
 
 SYSTEM = {"system32": "/win/system32", "system16": "/win/System", "windows": "/win"}
 
@@ -235,7 +236,7 @@ def test_the_manifest_carries_require_driver(require: bool) -> None:
     from bundler.pack.resolve import ResolvedRuntime
     from bundler.recipe import find_recipe
 
-    recipe = find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", Path.cwd())
+    recipe = find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", PROJECT_ROOT)
     manifest = build_manifest(recipe, ["core"], "cudnn", ResolvedRuntime([], []),
                               {"path": "_cudnn_bootstrap.py", "sha256": "0"}, require)
     data = json.loads(manifest.to_bytes())
@@ -259,7 +260,7 @@ def test_the_manifest_versions_are_the_recipes() -> None:
 
     for name, versions in (("cudnn-8.0.3.33-cuda10.1-win-x64", CU101),
                            ("cudnn-8.9.4.25-cuda11-win-x64", CU118)):
-        manifest = build_manifest(find_recipe(name, Path.cwd()), [], "cudnn",
+        manifest = build_manifest(find_recipe(name, PROJECT_ROOT), [], "cudnn",
                                   ResolvedRuntime([], []), BootstrapEntry(sha256="0", path="b"))
         plain = {k: v for k, v in asdict(manifest.versions).items() if v and k != "cudnn"}
         assert plain == versions

@@ -23,6 +23,7 @@ import pytest
 
 from bundler.cli import main
 from bundler.recipe import find_recipe
+from tests.winenv.paths import PROJECT_ROOT
 from tests.winenv.wheels import wheel_cache
 
 CU11 = "cudnn-8.9.4.25-cuda11-win-x64"
@@ -79,7 +80,7 @@ def test_real_cudart_wheel_is_packed_from_the_cache_with_record_checked(
     assert set(summary["component_sizes"]) == {"cudart", "licence"}
     assert summary["total_size"] == sum(summary["component_sizes"].values())
     lock = json.loads(spec.with_name("app.spec.lock").read_text())
-    pin = find_recipe(CU11, Path.cwd()).sources["cudart"].sha256
+    pin = find_recipe(CU11, PROJECT_ROOT).sources["cudart"].sha256
     assert lock["sources"]["cudart"] == {"kind": "wheel", "sha256": pin}
 
 
@@ -143,7 +144,7 @@ def test_wheel_differing_from_the_pin_is_refused(tmp_path: Path, use_cache: Path
     spec = write_spec(tmp_path)
     assert pack_cli(spec, "--source", f"cudart={repacked}") == 2
     err = capsys.readouterr().err
-    pin = find_recipe(CU11, Path.cwd()).sources["cudart"].sha256
+    pin = find_recipe(CU11, PROJECT_ROOT).sources["cudart"].sha256
     assert f"{repacked}: sha256 " in err and f"differs from the recipe's pin {pin}" in err
     assert not (tmp_path / "dist" / "cudart-app").exists()
 
@@ -164,7 +165,7 @@ def test_missing_wheel_is_fetched_with_pip_into_the_pinned_cache(
     shutil.copyfile(cudart_wheel, local_index / cudart_wheel.name)
     spec = write_spec(tmp_path)
     assert pack_cli(spec) == 0
-    pin = find_recipe(CU11, Path.cwd()).sources["cudart"].sha256
+    pin = find_recipe(CU11, PROJECT_ROOT).sources["cudart"].sha256
     assert (tmp_path / "cache" / pin / cudart_wheel.name).read_bytes() == \
         cudart_wheel.read_bytes()
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [pin]  # no leftovers

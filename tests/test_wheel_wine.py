@@ -25,6 +25,7 @@ from bundler.recipe import find_recipe
 from tests.wheelkit import make_wheel
 from tests.winenv import WindowsPython, to_windows_path
 from tests.winenv.build import StandinRuntime, build_runtime
+from tests.winenv.paths import PROJECT_ROOT
 from tests.winenv.wheels import nvidia_wheel
 
 CU11 = "cudnn-8.9.4.25-cuda11-win-x64"
@@ -97,7 +98,7 @@ def standin_wheels(runtime: StandinRuntime, folder: Path) -> dict[str, Path]:
 def standin_recipe(folder: Path) -> Path:
     """The shipped cuDNN 8.9 recipe, unpinned for the stand-in cudnn and cublas wheels
     (cudart keeps its real pin) and with the stand-in cuBLAS's version resource."""
-    recipe = find_recipe(CU11, Path.cwd())
+    recipe = find_recipe(CU11, PROJECT_ROOT)
     text = recipe.path.read_text()
     for sid in ("cudnn", "cublas"):
         text = text.replace(f'sha256 = "{recipe.sources[sid].sha256}"\n', "")

@@ -13,6 +13,7 @@ from bundler.pack.sources.fetch import cached, fetch
 from bundler.recipe import find_recipe
 
 from ._cache import cache_root, locked
+from .paths import PROJECT_ROOT
 
 CUDA11_RECIPE = "cudnn-8.9.4.25-cuda11-win-x64"
 
@@ -23,7 +24,7 @@ def wheel_cache() -> Path:
 
 def nvidia_wheel(recipe: str, source_id: str) -> Path:
     """The pinned wheel of `source_id` in `recipe`, fetched with pip on first use."""
-    spec = find_recipe(recipe, Path.cwd()).sources[source_id]
+    spec = find_recipe(recipe, PROJECT_ROOT).sources[source_id]
     root = wheel_cache()
     found = cached(spec, root)
     if found:
