@@ -1,3 +1,31 @@
-"""Shared fixtures: the Windows harness (tests/winenv) and packing helpers."""
+"""Shared fixtures: the Windows harness (tests/winenv) and packing helpers.
+
+With BUNDLER_REQUIRE_WINE=1 (CI) a skipped test is a failure, whatever skipped it
+(Wine, mingw, ruff, mypy ...), except an opt-in test (its reason starts "opt-in:").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
 
 from tests.winenv.fixtures import *  # noqa: F403 - pytest collects fixtures by name
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not (report.skipped and os.environ.get("BUNDLER_REQUIRE_WINE") == "1"):
+        return
+    if hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if reason.removeprefix("Skipped: ").startswith("opt-in:"):
+        return
+    report.outcome = "failed"
+    report.longrepr = f"BUNDLER_REQUIRE_WINE=1 turns this skip into a failure: {reason}"

@@ -14,6 +14,7 @@ from bundler.recipe import find_recipe
 
 from ._cache import cache_root, locked
 from .paths import PROJECT_ROOT
+from .pins import PinMismatch, nvidia_pin
 
 CUDA11_RECIPE = "cudnn-8.9.4.25-cuda11-win-x64"
 
@@ -25,6 +26,10 @@ def wheel_cache() -> Path:
 def nvidia_wheel(recipe: str, source_id: str) -> Path:
     """The pinned wheel of `source_id` in `recipe`, fetched with pip on first use."""
     spec = find_recipe(recipe, PROJECT_ROOT).sources[source_id]
+    pin = nvidia_pin(spec.package)
+    if (spec.version, spec.sha256) != (pin.version, pin.sha256):
+        raise PinMismatch(f"recipe {recipe} pins {spec.package}=={spec.version} "
+                          f"({spec.sha256}), pins.toml {pin.requirement} ({pin.sha256})")
     root = wheel_cache()
     found = cached(spec, root)
     if found:
