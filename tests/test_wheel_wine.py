@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from pathlib import Path
 
@@ -216,4 +215,6 @@ def test_real_cudnn_8_9_is_loaded_from_the_bundle_despite_a_decoy_on_path(
     assert result["cudart"] == [35, 0]  # cudaErrorInsufficientDriver: no GPU driver here
     loaded = {d["file"]: d["loaded_from"].lower() for d in result["report"]["dlls"]}
     assert all(path == windows_path_in(bundle, rel) for rel, path in loaded.items())
-    assert re.fullmatch(r"-?\d+", str(result["cudnn_create"]))  # no GPU here: a status
+    # cudnnCreate was found and called (-1: cuDNN or cudnnCreate missing), and with no GPU
+    # and no driver here it cannot succeed (0): it returned an error status.
+    assert result["cudnn_create"] not in (-1, 0), result

@@ -54,10 +54,10 @@ def load_spec(path: Path) -> Spec:
         path=path,
         name=_app_name(app),
         builder=_builder(app),
-        app_path=_inside(app, "path", path.parent),
+        app_path=_input(app, "path", path.parent),
         entry=_entry(app),
-        script=_inside(app, "script", path.parent),
-        pyinstaller_spec=_inside(app, "pyinstaller_spec", path.parent),
+        script=_input(app, "script", path.parent),
+        pyinstaller_spec=_input(app, "pyinstaller_spec", path.parent),
         onefile=app.take("onefile", bool, False),
         recipe=runtime.take("recipe", str),
         components=runtime.take_str_list("components", []),
@@ -101,11 +101,14 @@ def _relative_inside(table: Table, key: str, value: str) -> PurePosixPath:
     return posix
 
 
-def _inside(table: Table, key: str, base: Path) -> Path | None:
+def _input(table: Table, key: str, base: Path) -> Path | None:
+    """Where an input comes from (app.path, app.script, app.pyinstaller_spec): the user's
+    business, so '..' and absolute paths are fine, as in PyInstaller specs, Cargo and
+    pyproject. Only paths naming places inside the bundle must stay inside it."""
     value = table.take(key, str, "")
     if not value:
         return None
-    return base / _relative_inside(table, key, value)
+    return (base / value.replace("\\", "/")).resolve()
 
 
 def _entry(app: Table) -> str:
