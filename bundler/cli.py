@@ -20,7 +20,7 @@ from bundler.diagnose.verify import VerifyReport, verify
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
-from bundler.recipe import find_recipe, shipped_recipes
+from bundler.recipe import Recipe, find_recipe, shipped_recipes
 from bundler.support.text_tables import human_size as _size
 
 
@@ -60,7 +60,10 @@ def _print_pack(result: PackResult) -> None:
         print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component})")
     for component, size in manifest.component_sizes().items():
         print(f"  {_size(size):>10}  component {component}")
-    print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} files")
+    bootstrap = (f"; verify also checks the bootstrap {manifest.bootstrap.path}"
+                 if manifest.bootstrap.path else "")
+    print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} runtime files"
+          f"{bootstrap}")
     print(f"  lock: {result.lock_path}")
     for exe in sorted(result.out.glob("*.exe")):  # a PyInstaller build: what to run
         print(f"  run: {exe}")
@@ -116,6 +119,9 @@ def _print_report(report: object, lines: list[str], as_json: bool) -> None:
 def cmd_recipes(args: argparse.Namespace) -> int:
     if args.name:
         recipe = find_recipe(args.name, Path.cwd())
+        if args.json:
+            print(json.dumps(_recipe_summary(recipe), indent=2))
+            return EXIT_OK
         print(f"{recipe.name}: {recipe.description}")
         compat = (f" ({recipe.min_driver_compat} with minor-version compatibility)"
                   if recipe.min_driver_compat else "")
@@ -132,10 +138,26 @@ def cmd_recipes(args: argparse.Namespace) -> int:
             if component.description:
                 print(f"    {component.description}")
         return EXIT_OK
-    for recipe in shipped_recipes():
+    recipes = shipped_recipes()
+    if args.json:
+        print(json.dumps([_recipe_summary(r) for r in recipes], indent=2))
+        return EXIT_OK
+    for recipe in recipes:
         print(f"{recipe.name:40} cuDNN {recipe.cudnn:10} CUDA {recipe.cuda:6} "
               f"{recipe.platform}")
     return EXIT_OK
+
+
+def _recipe_summary(recipe: Recipe) -> dict:
+    return {"name": recipe.name, "description": recipe.description,
+            "platform": recipe.platform, "cudnn": recipe.cudnn, "cuda": recipe.cuda,
+            "min_driver": recipe.min_driver, "min_driver_compat": recipe.min_driver_compat,
+            "sources": {s.id: {"kind": s.kind, "package": s.package, "version": s.version,
+                               "file_name": s.file_name, "sha256": s.sha256, "env": list(s.env)}
+                        for s in recipe.sources.values()},
+            "components": {c.name: {"files": list(c.files), "requires": list(c.requires),
+                                    "description": c.description}
+                           for c in recipe.components.values()}}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,9 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bundler", description="Make GPU applications carry their own cuDNN runtime.")
     parser.add_argument("--version", action="version", version=f"bundler {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    # --debug also after the command (`bundler pack app.spec --debug`); SUPPRESS keeps
+    # the subcommand from resetting one given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = commands.add_parser("pack", help="bundle the runtime into the app folder",
+    p = commands.add_parser("pack", parents=[common],
+                            help="bundle the runtime into the app folder",
                             description="Pack an app with its own cuDNN runtime, as the "
                             "spec says; writes dist/<app name>/ and SPEC.lock.")
     p.add_argument("spec", metavar="SPEC", help="the app spec (TOML), e.g. app.spec")
@@ -161,14 +189,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(run=cmd_pack)
 
-    v = commands.add_parser("verify", help="re-hash a bundle against its manifest",
+    v = commands.add_parser("verify", parents=[common],
+                            help="re-hash a bundle against its manifest",
                             description="Check every bundled file against manifest.json; "
                             "exit 1 if any is missing, changed or unexpected.")
-    v.add_argument("appdir", metavar="APPDIR")
+    v.add_argument("appdir", metavar="APPDIR", help="a bundle made by bundler pack "
+                   "(e.g. dist/ocr-server)")
     v.add_argument("--json", action="store_true", help="print a JSON report")
     v.set_defaults(run=cmd_verify)
 
-    i = commands.add_parser("inspect", help="what a DLL, folder, zip or wheel holds and needs",
+    i = commands.add_parser("inspect", parents=[common],
+                            help="what a DLL, folder, zip or wheel holds and needs",
                             description="Show each DLL's machine, versions, imports "
                             "(bundled/system/driver/missing), run-time loads known to the "
                             "recipes, size and sha256; for a zip or wheel, its members and "
@@ -177,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true", help="print a JSON report")
     i.set_defaults(run=cmd_inspect)
 
-    d = commands.add_parser("doctor", help="what this machine (or a bundle on it) would load",
+    d = commands.add_parser("doctor", parents=[common],
+                            help="what this machine (or a bundle on it) would load",
                             description="Without APPDIR: the cuDNN/CUDA DLLs a bare-name load "
                             "finds, the driver, the installed frameworks. With APPDIR: verify "
                             "the bundle and check it would load here. Exit 1 if problems.")
@@ -185,8 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print a JSON report")
     d.set_defaults(run=cmd_doctor)
 
-    r = commands.add_parser("recipes", help="list the shipped recipes, or show one")
-    r.add_argument("name", nargs="?", metavar="NAME")
+    r = commands.add_parser("recipes", parents=[common],
+                            help="list the shipped recipes, or show one",
+                            description="Without NAME: every shipped recipe with its cuDNN, "
+                            "CUDA and platform. With NAME: its sources, components (what "
+                            "each requires) and driver minimum.")
+    r.add_argument("name", nargs="?", metavar="NAME",
+                   help="a shipped recipe's name (as listed), or a recipe file")
+    r.add_argument("--json", action="store_true", help="print the recipe(s) as JSON")
     r.set_defaults(run=cmd_recipes)
     return parser
 

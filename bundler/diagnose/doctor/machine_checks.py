@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bundler.diagnose.doctor.findings import (
     NOTE,
@@ -75,8 +75,21 @@ def examine_machine(environ: Mapping[str, str] | None = None,
     patterns = compat.scan + tuple(name for f in frameworks if f.expects
                                    for name in f.expects.loads)
     copies = find_copies(folders, patterns)
-    return judge_machine(folders, copies, probe_driver(compat), frameworks, compat,
-                         process_bits())
+    report = judge_machine(folders, copies, probe_driver(compat), frameworks, compat,
+                           process_bits())
+    if os.name == "nt":
+        return report
+    return replace(report, findings=(_not_windows(),) + report.findings)
+
+
+def _not_windows() -> Finding:
+    """Off Windows, doctor reads the DLL files it finds but cannot say what Windows would
+    load: the folders are this machine's PATH, and there is no Windows driver to ask."""
+    return Finding(NOTE, "machine", "this is not Windows: the folders above are this "
+                   "machine's PATH, not a Windows DLL search path. doctor can judge the DLL "
+                   "files found (machine, version, damaged) and the frameworks' metadata, "
+                   "not which copy a Windows process would load, nor the NVIDIA driver",
+                   "run bundler doctor on the Windows machine that runs the app")
 
 
 def judge_machine(folders: list[SearchFolder], copies: list[DllCopy], driver: DriverFacts,
