@@ -29,3 +29,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     report.outcome = "failed"
     report.longrepr = f"BUNDLER_REQUIRE_WINE=1 turns this skip into a failure: {reason}"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    """The random order's seed, also under -q (where pytest-randomly's header is hidden)."""
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is not None and config.pluginmanager.has_plugin("randomly"):
+        terminalreporter.write_line(f"random order: --randomly-seed={seed} repeats it")

@@ -60,3 +60,13 @@ def test_require_wine_turns_every_skip_but_an_opt_in_into_a_failure(
     result.assert_outcomes(**outcomes)
     if required:
         result.stdout.fnmatch_lines(["*BUNDLER_REQUIRE_WINE=1*ruff is not installed*"])
+
+
+def test_the_random_orders_seed_is_printed_under_q(pytester: pytest.Pytester,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makeconftest("from tests.conftest import pytest_terminal_summary  # noqa: F401")
+    pytester.makepyfile("def test_one():\n    pass\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PROJECT_ROOT),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    result = pytester.runpytest_subprocess("-q", "-p", "randomly", "--randomly-seed=4242")
+    result.stdout.fnmatch_lines(["random order: --randomly-seed=4242 repeats it"])

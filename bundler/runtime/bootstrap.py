@@ -27,7 +27,10 @@ RUNTIME_DIR = "cudnn"  # the runtime folder inside the app; set by bundler pack
 MANIFEST_FORMAT = 1  # the newest manifest format this bootstrap reads
 
 # LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR: a DLL's own
-# imports resolve beside it and in add_dll_directory folders, never through PATH.
+# imports resolve beside it and in add_dll_directory folders, never through PATH. For
+# bundled imports the load order already has them loaded; what only the flags give is
+# that a missing driver/system import fails (error 126) instead of coming from PATH
+# (tests/test_bootstrap_mechanisms.py shows each mechanism on its own).
 _LOAD_FLAGS = 0x00001100
 _REPACK = "restore it, or re-run `bundler pack` to rebuild the app"
 _HINTS = {
@@ -304,10 +307,14 @@ def activate():
         return
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
     _check_driver()
+    # For DEFAULT_DIRS loads (ctypes, extension modules, a DLL loading a sibling) of a
+    # bundled DLL not preloaded yet, e.g. one loaded while another is being preloaded.
     if _dll_directory is None:  # a retry after a failed load keeps the first one
         _dll_directory = os.add_dll_directory(runtime_folder())
     already_loaded = _loaded_modules()
     _loaded.clear()  # a retry after a failed load starts over
+    # Dependencies first: a DLL that loads one by bare name while it starts (DllMain)
+    # gets the bundled copy, already loaded, not one found on PATH.
     for relpath in _manifest.get("load_order", []):
         path, handle = _load_one(relpath, already_loaded)
         _loaded.append((relpath, path, handle))
