@@ -47,6 +47,9 @@ class SourceSpec:
     kind: str
     contents: tuple[str, ...]
     file_name: str = ""
+    # Members the input holds that are checked only when a selected component takes
+    # them (a toolkit's math libraries: an install without them still packs cuDNN).
+    optional_contents: tuple[str, ...] = ()
     sha256: str = ""
     root: str = ""
     env: tuple[str, ...] = ()
@@ -73,6 +76,9 @@ class Component:
     files: tuple[str, ...]
     requires: tuple[str, ...]
     description: str = ""   # shown by `bundler recipes NAME`
+    # In the selection a spec without `components` gets. The math libraries are not:
+    # they come in when asked for or when the app scan finds the app needs them.
+    default: bool = True
 
 
 @dataclass(frozen=True)
@@ -99,9 +105,10 @@ class Recipe:
         return int(self.cuda.split(".")[0])
 
     def select(self, wanted: list[str] | None) -> list[Component]:
-        """The wanted components and everything they require, in recipe order."""
+        """The wanted components (default: the default ones) and everything they
+        require, in recipe order."""
         if not wanted:
-            return list(self.components.values())
+            wanted = [c.name for c in self.components.values() if c.default]
         chosen: set[str] = set()
         pending = list(wanted)
         while pending:
@@ -114,6 +121,10 @@ class Recipe:
                 chosen.add(name)
                 pending.extend(self.components[name].requires)
         return [c for c in self.components.values() if c.name in chosen]
+
+    def supplier_of(self, dll: str) -> RuntimeFile | None:
+        """The runtime file of that name (Windows names ignore case), if the recipe has it."""
+        return next((f for f in self.files.values() if f.name.lower() == dll.lower()), None)
 
     def files_for(self, components: list[Component]) -> list[RuntimeFile]:
         """Runtime files of the components, then the licences of the sources they use."""
@@ -205,6 +216,7 @@ def _source(sid: str, table: Table, platform: str) -> SourceSpec:
                           f"use one of: {', '.join(SOURCE_KINDS)}")
     spec = SourceSpec(
         id=sid, kind=kind, contents=tuple(table.take_str_list("contents", [])),
+        optional_contents=tuple(table.take_str_list("optional_contents", [])),
         file_name=table.take("file_name", str, ""), sha256=table.take("sha256", str, ""),
         root=table.take("root", str, ""), env=tuple(table.take_str_list("env", [])),
         package=table.take("package", str, ""), version=table.take("version", str, ""),
@@ -275,7 +287,8 @@ def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str
         components[cname] = Component(
             name=cname, files=tuple(names),
             requires=tuple(table.take_str_list("requires", [])),
-            description=table.take("description", str, ""))
+            description=table.take("description", str, ""),
+            default=table.take("default", bool, True))
         table.done()
     return components, files
 
@@ -305,6 +318,7 @@ def _check_consistency(recipe: Recipe) -> None:
                           'rename them apart: {source = "...", member = "...", as = "..."}')
     for item in (*recipe.files.values(), *recipe.licences):
         source = recipe.sources[item.source]
-        if source.contents and item.member not in source.contents:
+        if source.contents and item.member not in (*source.contents,
+                                                   *source.optional_contents):
             raise RecipeError(f"{where}: {item.member} is not in the contents of source "
                               f"'{source.id}'", "add it to contents or fix the member path")

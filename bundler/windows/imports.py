@@ -6,8 +6,9 @@ the archive), is:
 - bundled: a DLL of that name is beside it;
 - system: Windows or the VC++ runtime provides it (windows.toml);
 - driver: the NVIDIA driver provides it (windows.toml, never bundled);
-- missing: none of these. Then `cuda_major` says which CUDA it belongs to (if it is a
-  CUDA library) and `owner` which recipe ships it (if any of the given ones does).
+- missing: none of these. Then `cuda_majors` says which CUDA majors ship a DLL of that
+  name (if it is a CUDA library; several for names like curand64_10) and `owner` which
+  recipe ships it (if any of the given ones does).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ BUNDLED, SYSTEM, DRIVER, MISSING = "bundled", "system", "driver", "missing"
 @dataclass(frozen=True)
 class Resolution:
     status: str                    # BUNDLED, SYSTEM, DRIVER or MISSING
-    cuda_major: int | None = None  # of a missing CUDA library
+    cuda_majors: tuple[int, ...] = ()   # the CUDA majors that ship a missing library
     owner: tuple[Recipe, RuntimeFile] | None = None   # a recipe that ships it
 
     @property
@@ -33,8 +34,8 @@ class Resolution:
         if self.owner is not None:
             recipe, runtime_file = self.owner
             return f"recipe {recipe.name} takes it from source '{runtime_file.source}'"
-        if self.cuda_major is not None:
-            return f"a CUDA {self.cuda_major} library"
+        if self.cuda_majors:
+            return f"a CUDA {'/'.join(map(str, self.cuda_majors))} library"
         return ""
 
 
@@ -51,4 +52,4 @@ def resolve_import(name: str, beside: Collection[str], recipes: Iterable[Recipe]
         return Resolution(DRIVER)
     owner = next(((r, f) for r in recipes for f in r.files.values()
                   if f.name.lower() == lowered), None)
-    return Resolution(MISSING, facts.cuda_major_of(lowered), owner)
+    return Resolution(MISSING, facts.cuda_majors_of(lowered), owner)

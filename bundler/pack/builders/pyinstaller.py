@@ -173,7 +173,7 @@ def _is_cuda_folder(entry: str, cuda_roots: Iterable[str], runtime_names: frozen
     except OSError:
         return False  # not a folder: it cannot hold a DLL either
     facts = windows_facts()
-    return any(name.lower() in runtime_names or facts.cuda_major_of(name) is not None
+    return any(name.lower() in runtime_names or facts.is_cuda_library(name)
                for name in names if name.lower().endswith(".dll"))
 
 
