@@ -49,13 +49,16 @@ def _pack_summary(result: PackResult) -> dict:
             "recipe": manifest.recipe.name, "components": list(manifest.components),
             "files": [asdict(entry) for entry in manifest.files],
             "load_order": list(manifest.load_order),
-            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size}
+            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size,
+            "selected_because": dict(result.reasons)}
 
 
 def _print_pack(result: PackResult) -> None:
     manifest = result.manifest
     print(f"packed {manifest.recipe.name} into {result.out}")
     print(f"  components: {', '.join(manifest.components)}")
+    for component, reasons in result.reasons.items():   # what the app scan brought in
+        print(f"  {component}: {'; '.join(reasons)}")
     for entry in manifest.files:
         print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component})")
     for component, size in manifest.component_sizes().items():

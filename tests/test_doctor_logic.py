@@ -54,7 +54,7 @@ def test_driver_table_covers_every_cuda_a_framework_names() -> None:
     """Else doctor could not name the driver to install."""
     compat = compat_facts()
     for entry in compat.frameworks:
-        assert compat.min_driver_for(entry.cuda), entry.name
+        assert compat.oldest_driver_for(entry.cuda), entry.name
 
 
 @pytest.mark.parametrize("file_version, driver", [

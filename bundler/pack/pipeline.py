@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.manifest import MANIFEST_NAME, Manifest, write_manifest
+from bundler.pack.app_needs import Selection, select_for_app
+from bundler.pack.app_scan import Need, scan_app
 from bundler.pack.builders import BUILDERS
 from bundler.pack.emit import build_manifest
 from bundler.pack.lock import Lock, check_lock
@@ -29,24 +31,30 @@ class PackResult:
     out: Path
     manifest: Manifest
     lock_path: Path
+    # component -> why the app scan selected it ("cufft64_11.dll: imported by ...")
+    reasons: Mapping[str, list[str]] = field(default_factory=dict)
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
          update_lock: bool = False, environ: Mapping[str, str] | None = None,
          offline: bool = False) -> PackResult:
     recipe = find_recipe(spec.recipe, spec.folder)
-    components = recipe.select(spec.components)
-    files = recipe.files_for(components)
+    recipe.select(list(spec.components) + list(spec.scan.components))  # names them early
     target = (out or spec.default_out()).resolve()
     refuse_unsafe_target(target, _protected(spec))
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
-    sources = open_sources(recipe, _members_by_source(files), given, spec.folder,
-                           os.environ if environ is None else environ, offline=offline)
     build = BUILDERS[spec.builder]
+    sources: dict[str, Source] = {}
     try:
         with staged_output(target) as staging:
             app_root, bootstrap = build(spec, recipe, staging.folder, target)
+            selection = _select(spec, recipe, staging.folder, app_root)
+            components = selection.components
+            files = recipe.files_for(components)
+            sources = open_sources(recipe, _members_by_source(files), given, spec.folder,
+                                   os.environ if environ is None else environ,
+                                   offline=offline)
             staged = stage_files(files, sources, app_root / spec.runtime_dir,
                                  spec.runtime_dir)
             origins = {sid: str(s.location) for sid, s in sources.items()}
@@ -59,7 +67,21 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             staging.replace_with_bundle(spec.lock_path, lock.to_bytes())
     finally:
         close_all(sources)
-    return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path)
+    return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path,
+                      reasons=selection.reasons)
+
+
+def _select(spec: Spec, recipe: Recipe, bundle: Path, app_root: Path) -> Selection:
+    """The components: the spec's (or the default ones), plus what the app scan of the
+    built app finds it needs, plus the spec's [scan] extras."""
+    scan = None
+    needs = [Need(dll, f"{spec.path.name} [scan] dlls", "named in") for dll in spec.scan.dlls]
+    if spec.scan.enabled:
+        skip = (app_root / spec.runtime_dir).relative_to(bundle).as_posix()
+        scan = scan_app(bundle, skip)
+        needs = list(scan.needs) + needs
+    return select_for_app(recipe, spec.components, spec.scan.components, needs, scan,
+                          spec.scan.allow_app_copies)
 
 
 def _members_by_source(files: list[RuntimeFile]) -> dict[str, set[str]]:
