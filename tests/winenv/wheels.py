@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bundler.pack.sources.fetch import cached, fetch
-from bundler.recipe import find_recipe
+from bundler.recipe import SourceSpec, find_recipe
 
 from ._cache import cache_root, locked
 
@@ -35,3 +35,22 @@ def nvidia_wheel(recipe: str, source_id: str) -> Path:
 def cudart_wheel() -> Path:
     """nvidia-cuda-runtime-cu11==11.8.89 (1 MB): the real cudart64_110.dll."""
     return nvidia_wheel(CUDA11_RECIPE, "cudart")
+
+
+# onnxruntime-gpu 1.26.0 (226 MB): its onnxruntime_providers_cuda.dll is the real framework
+# binary the app-scan tests read. Pinned by version and sha256 like the NVIDIA wheels.
+ORT_WHEEL = SourceSpec(
+    id="onnxruntime", kind="wheel", contents=(), package="onnxruntime-gpu", version="1.26.0",
+    platform_tag="win_amd64", file_name="onnxruntime_gpu-1.26.0-cp311-cp311-win_amd64.whl",
+    sha256="cc5329aad02d9745cc3ae9cdb185bfa1aad242a7bf89b8c471280002ec40f98a")
+ORT_PROVIDER = "onnxruntime/capi/onnxruntime_providers_cuda.dll"
+
+
+def ort_wheel() -> Path:
+    """The real onnxruntime-gpu 1.26.0 cp311 win_amd64 wheel, fetched with pip once."""
+    root = wheel_cache()
+    found = cached(ORT_WHEEL, root)
+    if found:
+        return found
+    with locked(f"wheel-{ORT_WHEEL.sha256[:16]}"):
+        return cached(ORT_WHEEL, root) or fetch(ORT_WHEEL, root)
