@@ -38,11 +38,13 @@ def recipe(name: str) -> Recipe:
     return find_recipe(name, Path.cwd())
 
 
-def write_spec(root: Path, recipe_ref: str, sources: dict[str, Path], extra: str = "") -> Path:
+def write_spec(root: Path, recipe_ref: str, sources: dict[str, Path], extra: str = "",
+               entry: str = "") -> Path:
     lines = "\n".join(f'{sid} = "{p.as_posix()}"' for sid, p in sources.items())
+    entry_line = f'entry = "{entry}"\n' if entry else ""
     spec = root / "app.spec"
-    spec.write_text(f'[app]\nname = "app"\npath = "app"\n\n[runtime]\nrecipe = "{recipe_ref}"\n'
-                    f"{extra}\n[sources]\n{lines}\n")
+    spec.write_text(f'[app]\nname = "app"\npath = "app"\n{entry_line}\n[runtime]\n'
+                    f'recipe = "{recipe_ref}"\n{extra}\n[sources]\n{lines}\n')
     return spec
 
 

@@ -138,12 +138,13 @@ def recipe_shape(recipe: Recipe, name: str) -> Shape:
 
 def standin_wheels(recipe: Recipe, folder: Path, components: Iterable[str],
                    exports: Mapping[str, Iterable[str]] | None = None) -> dict[str, Path]:
-    """Every wheel source the components use, holding stand-ins of its DLLs (shaped by
-    recipe_shape, plus `exports` per DLL name) and a stand-in licence, under the real
-    member paths. Returns source id -> wheel."""
+    """Every wheel source the components (and the default ones) use, holding stand-ins
+    of its DLLs (shaped by recipe_shape, plus `exports` per DLL name) and a stand-in
+    licence, under the real member paths. Returns source id -> wheel."""
     from tests.wheelkit import make_wheel
 
-    files = recipe.files_for(recipe.select(list(components)))
+    defaults = [c.name for c in recipe.select(None)]
+    files = recipe.files_for(recipe.select([*defaults, *components]))
     by_source: dict[str, dict[str, bytes]] = {}
     dll_dir = folder / "dlls"
     for item in files:
