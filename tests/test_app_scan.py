@@ -188,3 +188,24 @@ def test_the_seed_recipe_packs_paddle_math_libraries_from_the_toolkit(
     assert {"cufft64_10.dll", "curand64_10.dll", "cusparse64_10.dll",
             "cusolver64_10.dll"} <= shipped
     assert seed.supplier_of("nvrtc64_101_0.dll") is not None
+
+
+def test_inspect_on_the_real_ort_provider_lists_what_a_bundle_needs(tmp_path: Path) -> None:
+    from bundler.diagnose.inspection import inspect_path, render
+
+    provider = wheel_members(ort_wheel(), ORT_PROVIDER, tmp_path)[0]
+    report = inspect_path(provider)
+    needs = dict(report.dlls[0].bundle_needs)
+    assert needs[CU12] == "cudart, cublas, core, cufft"
+    assert needs[CU11].startswith("lacks cublasLt64_12.dll")
+    assert "a bundle for it needs" in "\n".join(render(report))
+
+
+def test_the_framework_table_knows_what_each_ort_release_loads() -> None:
+    from bundler.windows.compat import compat_facts
+
+    compat = compat_facts()
+    for version, cufft in (("1.18.1", "cufft64_10.dll"), ("1.26.0", "cufft64_11.dll"),
+                           ("1.27.0", "cufft64_12.dll"), ("1.31.1", "cufft64_12.dll")):
+        entry = compat.framework_entry("onnxruntime-gpu", version)
+        assert entry is not None and cufft in entry.loads

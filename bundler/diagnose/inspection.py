@@ -26,7 +26,7 @@ from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
 from bundler.support.text_tables import format_table, human_size
 from bundler.support.wheel_names import normalize, wheel_name
 from bundler.support.zip_reader import Member, Tap, ZipArchive
-from bundler.windows.imports import resolve_import
+from bundler.windows.imports import is_runtime_dll, resolve_import
 from bundler.windows.pe_file import is_pe, read_pe
 
 
@@ -52,6 +52,9 @@ class DllFacts:
     dependencies: tuple[Dependency, ...]
     exports: tuple[str, ...]
     error: str = ""   # why the facts are missing: not a valid DLL
+    # For a DLL that imports CUDA/cuDNN DLLs (a framework's): per shipped recipe, the
+    # components a bundle needs for it, or the DLLs that recipe lacks.
+    bundle_needs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,28 @@ def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
     return DllFacts(name=name, path=shown_path or str(path), member=member, size=size,
                     sha256=digest, machine=info.machine, bits=info.bits,
                     file_version=info.file_version, product_version=info.product_version,
-                    dependencies=tuple(dependencies), exports=info.exports)
+                    dependencies=tuple(dependencies), exports=info.exports,
+                    bundle_needs=bundle_needs(name, info.all_imports, recipes))
+
+
+def bundle_needs(name: str, imports: tuple[str, ...], recipes: tuple[Recipe, ...]
+                 ) -> tuple[tuple[str, str], ...]:
+    """What a bundle must hold for a DLL importing CUDA/cuDNN DLLs, per recipe: the
+    components (with what they require) the pack's app scan would select, or what the
+    recipe lacks. Empty for the runtime's own DLLs (a recipe ships them)."""
+    wanted = [i for i in imports if is_runtime_dll(i)]
+    if not wanted or any(r.supplier_of(name) for r in recipes):
+        return ()
+    rows = []
+    for recipe in recipes:
+        lacking = [i for i in wanted if recipe.supplier_of(i) is None]
+        if lacking:
+            rows.append((recipe.name, f"lacks {', '.join(lacking)}"))
+            continue
+        components = recipe.select(sorted({recipe.supplier_of(i).component  # type: ignore[union-attr]
+                                           for i in wanted}))
+        rows.append((recipe.name, ", ".join(c.name for c in components)))
+    return tuple(rows)
 
 
 def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> InspectReport:
@@ -268,4 +292,7 @@ def _render_dll(dll: DllFacts) -> list[str]:
             (d.name, d.how, d.status, d.note) for d in dll.dependencies), indent="    ")
     else:
         lines.append("  dependencies: none")
+    if dll.bundle_needs:
+        lines.append("  a bundle for it needs (bundler pack selects them by itself):")
+        lines += format_table(("recipe", "components"), dll.bundle_needs, indent="    ")
     return lines

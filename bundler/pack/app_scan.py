@@ -20,9 +20,8 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError
-from bundler.recipe import shipped_recipes
 from bundler.windows.compat import CompatFacts, FrameworkEntry, compat_facts
-from bundler.windows.facts import name_matches, windows_facts
+from bundler.windows.imports import is_runtime_dll
 from bundler.windows.pe_file import read_pe
 
 PE_SUFFIXES = (".dll", ".pyd", ".exe")
@@ -60,25 +59,10 @@ class AppScan:
     shipped: dict[str, str]   # lower-case DLL name -> its path in the app (relative, /)
 
 
-def is_runtime_dll(name: str, compat: CompatFacts | None = None) -> bool:
-    """A CUDA library, a cuDNN DLL (compat.toml's scan patterns) or a DLL a shipped
-    recipe ships: what a bundle could have to supply."""
-    compat = compat or compat_facts()
-    if windows_facts().is_cuda_library(name) or name_matches(name, compat.scan):
-        return True
-    return name.lower() in _recipe_file_names()
-
-
-def _recipe_file_names() -> frozenset[str]:
-    return frozenset(f.name.lower() for r in shipped_recipes() for f in r.files.values()
-                     if f.name.lower().endswith(".dll"))
-
-
 def scan_app(root: Path, skip: str = "") -> AppScan:
     """Scan the app folder `root`; `skip` is a folder inside it (relative, /) left out
     (the runtime folder being built)."""
     compat = compat_facts()
-    runtime_names = _recipe_file_names()
     needs: list[Need] = []
     shipped: dict[str, str] = {}
     metadata_dirs: set[Path] = set()
@@ -92,17 +76,12 @@ def scan_app(root: Path, skip: str = "") -> AppScan:
         if path.name.lower().endswith(".dll"):
             shipped.setdefault(path.name.lower(), relpath)
         needs += [Need(name, relpath, "imported by") for name in _imports(path)
-                  if _counts(name, compat, runtime_names)]
+                  if is_runtime_dll(name)]
     frameworks = _frameworks(sorted(metadata_dirs), compat)
     for framework in frameworks:
         if framework.entry is not None:
             needs += [Need(name, framework.title, "loaded by") for name in framework.entry.loads]
     return AppScan(needs=tuple(needs), frameworks=tuple(frameworks), shipped=shipped)
-
-
-def _counts(name: str, compat: CompatFacts, runtime_names: frozenset[str]) -> bool:
-    return (windows_facts().is_cuda_library(name) or name_matches(name, compat.scan)
-            or name.lower() in runtime_names)
 
 
 def _walk(root: Path, skip: str) -> list[Path]:

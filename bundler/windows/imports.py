@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
-from bundler.recipe import Recipe, RuntimeFile
-from bundler.windows.facts import windows_facts
+from bundler.recipe import Recipe, RuntimeFile, shipped_recipes
+from bundler.windows.compat import compat_facts
+from bundler.windows.facts import name_matches, windows_facts
 
 BUNDLED, SYSTEM, DRIVER, MISSING = "bundled", "system", "driver", "missing"
 
@@ -53,3 +55,17 @@ def resolve_import(name: str, beside: Collection[str], recipes: Iterable[Recipe]
     owner = next(((r, f) for r in recipes for f in r.files.values()
                   if f.name.lower() == lowered), None)
     return Resolution(MISSING, facts.cuda_majors_of(lowered), owner)
+
+
+def is_runtime_dll(name: str) -> bool:
+    """A DLL a bundle could have to supply: a CUDA library, a cuDNN DLL (compat.toml's
+    scan patterns) or a DLL some shipped recipe ships. What the app scan, inspect and
+    doctor look for in a framework's imports."""
+    return (windows_facts().is_cuda_library(name) or name_matches(name, compat_facts().scan)
+            or name.lower() in _recipe_file_names())
+
+
+@lru_cache(maxsize=1)
+def _recipe_file_names() -> frozenset[str]:
+    return frozenset(f.name.lower() for r in shipped_recipes() for f in r.files.values()
+                     if f.name.lower().endswith(".dll"))

@@ -24,6 +24,7 @@ from bundler.runtime.bootstrap import probe_driver as load_nvcuda
 from bundler.support.hashing import sha256_file
 from bundler.windows.compat import CompatFacts
 from bundler.windows.facts import windows_facts
+from bundler.windows.imports import is_runtime_dll
 from bundler.windows.pe_file import read_pe
 
 _NVIDIA_SMI_TIMEOUT = 20  # seconds; it can take a while to wake a GPU
@@ -228,3 +229,13 @@ def installed_frameworks(compat: CompatFacts,
                 distribution=dist.metadata["Name"], version=dist.version,
                 location=str(dist.locate_file(""))))
     return sorted(found.values(), key=lambda f: f.distribution.lower())
+
+
+def own_runtime_dlls(framework: InstalledFramework) -> tuple[str, ...]:
+    """The CUDA/cuDNN DLLs a framework ships in its own lib folder (torch/lib)."""
+    lib = Path(framework.location) / framework.distribution.lower() / "lib"
+    try:
+        names = sorted(p.name for p in lib.iterdir() if p.suffix.lower() == ".dll")
+    except OSError:
+        return ()
+    return tuple(n for n in names if is_runtime_dll(n))

@@ -26,6 +26,7 @@ from bundler.diagnose.doctor.host import (
     SearchFolder,
     find_copies,
     installed_frameworks,
+    own_runtime_dlls,
     probe_driver,
     process_bits,
     search_folders,
@@ -48,6 +49,7 @@ class DriverReport:
 class FrameworkReport:
     installed: InstalledFramework
     expects: FrameworkEntry | None
+    own_dlls: tuple[str, ...] = ()   # CUDA/cuDNN DLLs it ships itself (torch/lib)
 
 
 @dataclass(frozen=True)
@@ -70,10 +72,12 @@ def examine_machine(environ: Mapping[str, str] | None = None,
     compat = compat or compat_facts()
     environ = os.environ if environ is None else environ
     folders = search_folders(environ, application=os.path.dirname(sys.executable))
-    frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version))
+    frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version),
+                                  own_runtime_dlls(f))
                   for f in installed_frameworks(compat)]
     patterns = compat.scan + tuple(name for f in frameworks if f.expects
-                                   for name in f.expects.loads)
+                                   for name in f.expects.loads) + tuple(
+        name for f in frameworks for name in f.own_dlls)
     copies = find_copies(folders, patterns)
     return judge_machine(folders, copies, probe_driver(compat), frameworks, compat,
                          process_bits())
@@ -208,6 +212,7 @@ def _framework_findings(frameworks: list[FrameworkReport], placed: list[PlacedCo
     for framework in frameworks:
         installed, expects = framework.installed, framework.expects
         title = f"{installed.distribution} {installed.version}"
+        findings += _own_copy_conflicts(title, framework, placed)
         if expects is None:
             findings.append(Finding(NOTE, "framework", f"{title}: not in the compatibility "
                                     "table (bundler/windows/compat.toml); not checked"))
@@ -246,6 +251,26 @@ def _framework_loads(title: str, expects: FrameworkEntry,
         else:
             findings.append(Finding(OK, "framework", f"{title} loads {name}: "
                                     f"{where(picked)}"))
+    return findings
+
+
+def _own_copy_conflicts(title: str, framework: FrameworkReport,
+                        placed: list[PlacedCopy]) -> list[Finding]:
+    """A framework that preloads its own copy (torch, from torch/lib, by full path) breaks
+    when another DLL of that name is loaded first: by a bundle's bootstrap, or by another
+    framework's bare-name load, which picks the copy on the search path."""
+    findings = []
+    for name in framework.own_dlls:
+        other = next((p.copy for p in placed if p.role == "picked"
+                      and p.copy.name.lower() == name.lower()), None)
+        if other is not None:
+            findings.append(Finding(
+                PROBLEM, "framework", f"{title} ships its own {name}; another {name} is "
+                f"first on the DLL search path ({where(other)}): if another framework "
+                f"loads it by name before {framework.installed.distribution} is imported, "
+                f"{framework.installed.distribution} fails to load its own (WinError 127)",
+                f"import {framework.installed.distribution} first, or remove that folder "
+                "from PATH; a bundle packed for this app is refused for the same reason"))
     return findings
 
 
