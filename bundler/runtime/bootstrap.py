@@ -300,12 +300,18 @@ def activate():
     """Check the driver, register the runtime folder and preload its DLLs.
     Does its work once per process: calling it again changes nothing."""
     global _dll_directory, _manifest, _activated
+    if sys.version_info < (3, 7):
+        raise BundledRuntimeError(
+            f"this app's bundled CUDA runtime needs Python 3.7 or newer; this is Python "
+            f"{sys.version.split()[0]} ({sys.executable}): run the app with Python 3.7+")
     if os.name != "nt" or _activated:
         return
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
     _check_driver()
-    if _dll_directory is None:  # a retry after a failed load keeps the first one
-        _dll_directory = os.add_dll_directory(runtime_folder())
+    # Python 3.7 has no os.add_dll_directory. The preload below does not need it: each DLL
+    # is loaded by absolute path and its imports resolve beside it (_LOAD_FLAGS).
+    if _dll_directory is None and hasattr(os, "add_dll_directory"):
+        _dll_directory = os.add_dll_directory(runtime_folder())  # kept: a retry reuses it
     already_loaded = _loaded_modules()
     _loaded.clear()  # a retry after a failed load starts over
     for relpath in _manifest.get("load_order", []):
