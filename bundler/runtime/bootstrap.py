@@ -300,7 +300,7 @@ def activate():
     """Check the driver, register the runtime folder and preload its DLLs.
     Does its work once per process: calling it again changes nothing."""
     global _dll_directory, _manifest, _activated
-    if sys.version_info < (3, 7):
+    if sys.version_info < (3, 7):  # noqa: UP036 - the app's Python, not bundler's
         raise BundledRuntimeError(
             f"this app's bundled CUDA runtime needs Python 3.7 or newer; this is Python "
             f"{sys.version.split()[0]} ({sys.executable}): run the app with Python 3.7+")
