@@ -134,7 +134,7 @@ def test_an_app_shipping_torch_with_its_own_cudnn_is_refused(
     code, _, err = run_cli(capsys, "pack", write_spec(tmp_path, CU12, {}))
     assert code == 2
     assert ("the app ships its own cudnn64_9.dll (site-packages/torch/lib/cudnn64_9.dll, "
-            "from site-packages)") in err
+            "from torch 2.5.1+cu124)") in err
     assert "WinError 127" in err and "allow_app_copies" in err
 
 

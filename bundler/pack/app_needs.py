@@ -96,10 +96,11 @@ def _refuse_app_copies(recipe: Recipe, components: list[Component], shipped: dic
     if not clashes:
         return
     name, where = clashes[0]
-    owner = where.split("/", 1)[0]
-    own = next((fw for fw in (scan.frameworks if scan else ())
-                if fw.entry is not None and fw.entry.bundles_runtime), None)
-    who = own.title if own else owner
+    parts = where.lower().split("/")
+    frameworks = scan.frameworks if scan else ()
+    # The framework whose package folder holds the copy (torch/lib/...), else the folder.
+    owner = next((fw for fw in frameworks if fw.distribution.lower() in parts), None)
+    who = owner.title if owner else where.split("/", 1)[0]
     raise CheckError(
         f"the app ships its own {name} ({where}, from {who}) and the bundle would preload "
         f"{recipe.name}'s {name}: two DLLs of one name in one process break the framework "
