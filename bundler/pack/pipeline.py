@@ -45,16 +45,26 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     build = BUILDERS[spec.builder]
-    sources: dict[str, Source] = {}
+    environ = os.environ if environ is None else environ
+
+    def select_and_open(bundle: Path, skip: str) -> tuple[Selection, dict[str, Source]]:
+        selection = _select(spec, recipe, bundle, skip)
+        takes = _members_by_source(recipe.files_for(selection.components))
+        return selection, open_sources(recipe, takes, given, spec.folder, environ,
+                                       offline=offline)
+
+    # A folder app is scanned as it is, so a missing source stops the pack before any
+    # copying; a PyInstaller app exists only once built.
+    selection, sources = (select_and_open(spec.app_path, _skip(target, spec.app_path))
+                          if spec.builder == "folder" and spec.app_path else (None, {}))
     try:
         with staged_output(target) as staging:
             app_root, bootstrap = build(spec, recipe, staging.folder, target)
-            selection = _select(spec, recipe, staging.folder, app_root)
+            if selection is None:
+                runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
+                selection, sources = select_and_open(staging.folder, runtime.as_posix())
             components = selection.components
             files = recipe.files_for(components)
-            sources = open_sources(recipe, _members_by_source(files), given, spec.folder,
-                                   os.environ if environ is None else environ,
-                                   offline=offline)
             staged = stage_files(files, sources, app_root / spec.runtime_dir,
                                  spec.runtime_dir)
             origins = {sid: str(s.location) for sid, s in sources.items()}
@@ -71,17 +81,24 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                       reasons=selection.reasons)
 
 
-def _select(spec: Spec, recipe: Recipe, bundle: Path, app_root: Path) -> Selection:
-    """The components: the spec's (or the default ones), plus what the app scan of the
-    built app finds it needs, plus the spec's [scan] extras."""
+def _select(spec: Spec, recipe: Recipe, app: Path, skip: str) -> Selection:
+    """The components: the spec's (or the default ones), plus what the app scan finds
+    the app needs, plus the spec's [scan] extras. `skip`: a folder of `app` left out."""
     scan = None
     needs = [Need(dll, f"{spec.path.name} [scan] dlls", "named in") for dll in spec.scan.dlls]
-    if spec.scan.enabled:
-        skip = (app_root / spec.runtime_dir).relative_to(bundle).as_posix()
-        scan = scan_app(bundle, skip)
+    if spec.scan.enabled and app.is_dir():
+        scan = scan_app(app, skip)
         needs = list(scan.needs) + needs
     return select_for_app(recipe, spec.components, spec.scan.components, needs, scan,
                           spec.scan.allow_app_copies)
+
+
+def _skip(target: Path, app: Path) -> str:
+    """The bundle's folder when it lies inside the app folder (dist/ in the app)."""
+    try:
+        return target.relative_to(app.resolve()).as_posix()
+    except ValueError:
+        return ""
 
 
 def _members_by_source(files: list[RuntimeFile]) -> dict[str, set[str]]:
