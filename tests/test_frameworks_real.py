@@ -1,6 +1,6 @@
 """Opt-in (BUNDLER_REAL_CUDNN=1): the real NVIDIA wheels for real framework apps.
 
-Fetches about 3.3 GB of wheels once into the test cache (pinned by the recipes' sha256).
+Fetches about 4 GB of wheels once into the test cache (pinned by the recipes' sha256).
 
 - onnxruntime-gpu 1.26.0: an app holding the REAL onnxruntime_providers_cuda.dll packs
   with the CUDA 12 recipe from the real cuDNN 9.28, cuBLAS 12.9, cudart 12.9 and cuFFT
@@ -10,6 +10,7 @@ Fetches about 3.3 GB of wheels once into the test cache (pinned by the recipes' 
   export table and version (the real one fails in DllMain under Wine 8), and so is the
   provider (the same).
 - TensorFlow 2.10.1: its dist-info and the CUDA 11 recipe, from the real cu11 wheels.
+- onnxruntime-gpu 1.28 (loads cuDNN and cuFFT by name): the CUDA 13.5 recipe, real wheels.
 
 Each prints its figures (pack time, bundle size): run with -s to see them.
 """
@@ -79,6 +80,7 @@ def test_real_ort_app_with_the_real_cuda_12_runtime(
     wheels = {sid: nvidia_wheel(CU12, sid) for sid in ("cudnn", "cublas", "cudart", "cufft")}
     app = tmp_path / "all-real" / "app"
     provider_path = wheel_members(ort_wheel(), ORT_PROVIDER, app)[0]
+    wheel_members(ort_wheel(), "onnxruntime/capi/onnxruntime_providers_shared.dll", app)
     dist_info(app, "onnxruntime-gpu", "1.26.0")
     seconds, summary = pack_timed(capsys, write_spec(app.parent, CU12, wheels))
     assert "cufft" in summary["selected_because"]
@@ -133,3 +135,15 @@ def test_real_tensorflow_2_10_app_with_the_real_cuda_11_runtime(
             "curand64_10.dll", "cusolver64_11.dll", "cusparse64_11.dll",
             "cudnn64_8.dll"} <= shipped
     figure("TensorFlow 2.10.1 (real CUDA 11.8 wheels)", seconds, summary)
+
+
+def test_real_cuda_13_runtime_for_an_ort_1_28_app(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_app_scan import CU13
+
+    wheels = {sid: nvidia_wheel(CU13, sid) for sid in ("cudnn", "cublas", "cudart", "cufft")}
+    dist_info(tmp_path / "app", "onnxruntime-gpu", "1.28.0")
+    seconds, summary = pack_timed(capsys, write_spec(tmp_path, CU13, wheels))
+    assert summary["selected_because"] == {
+        "cufft": ["cufft64_12.dll: loaded by onnxruntime-gpu 1.28.0"]}
+    figure("onnxruntime-gpu 1.28 (real CUDA 13.5 wheels)", seconds, summary)
