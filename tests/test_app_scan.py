@@ -209,3 +209,9 @@ def test_the_framework_table_knows_what_each_ort_release_loads() -> None:
                            ("1.27.0", "cufft64_12.dll"), ("1.31.1", "cufft64_12.dll")):
         entry = compat.framework_entry("onnxruntime-gpu", version)
         assert entry is not None and cufft in entry.loads
+
+
+def test_cuda_13s_hybrid_runtime_comes_with_the_driver() -> None:
+    # named by cudart64_13 and most CUDA 13 DLLs; installed by the R580+ driver
+    assert windows_facts().is_driver("nvcudart_hybrid64.dll")
+    assert recipe(CU13).supplier_of("nvcudart_hybrid64.dll") is None

@@ -41,7 +41,7 @@ from tests.winenv.shaped import (
 from tests.winenv.wheels import ORT_PROVIDER, nvidia_wheel, ort_wheel
 
 pytestmark = pytest.mark.skipif(os.environ.get("BUNDLER_REAL_CUDNN") != "1",
-                                reason="opt-in: set BUNDLER_REAL_CUDNN=1 (about 3.3 GB of "
+                                reason="opt-in: set BUNDLER_REAL_CUDNN=1 (about 4 GB of "
                                        "wheels fetched once)")
 
 
