@@ -18,6 +18,7 @@ from bundler.diagnose.inspection import inspect_path
 from bundler.diagnose.inspection import render as render_inspect
 from bundler.diagnose.verify import VerifyReport, verify
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
+from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
 from bundler.recipe import find_recipe, shipped_recipes
@@ -49,7 +50,9 @@ def _pack_summary(result: PackResult) -> dict:
             "recipe": manifest.recipe.name, "components": list(manifest.components),
             "files": [asdict(entry) for entry in manifest.files],
             "load_order": list(manifest.load_order),
-            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size}
+            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size,
+            "allowed_unsigned": [e.path for e in manifest.files
+                                 if e.signature == SIGNATURE_ALLOWED_UNSIGNED]}
 
 
 def _print_pack(result: PackResult) -> None:
@@ -57,13 +60,28 @@ def _print_pack(result: PackResult) -> None:
     print(f"packed {manifest.recipe.name} into {result.out}")
     print(f"  components: {', '.join(manifest.components)}")
     for entry in manifest.files:
-        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component})")
+        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
+              f"{_signature_note(entry)})")
     for component, size in manifest.component_sizes().items():
         print(f"  {_size(size):>10}  component {component}")
     print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} files")
     print(f"  lock: {result.lock_path}")
+    allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
+    if allowed:
+        print(f"  NOT SIGNED: {len(allowed)} files lack the signature the recipe asks for and "
+              "were accepted by the spec's allow_unsigned: this runtime is a stand-in or a "
+              f"rebuild, not the original ({', '.join(allowed)})")
     for exe in sorted(result.out.glob("*.exe")):  # a PyInstaller build: what to run
         print(f"  run: {exe}")
+
+
+def _signature_note(entry: FileEntry) -> str:
+    if entry.signature == SIGNATURE_VERIFIED:
+        when = f", timestamp {entry.signed_at}" if entry.signed_at else ""
+        return f"; signed by {entry.signer}{when}"
+    if entry.signature == SIGNATURE_ALLOWED_UNSIGNED:
+        return "; not signed, allowed by allow_unsigned"
+    return ""
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

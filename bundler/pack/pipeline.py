@@ -18,6 +18,7 @@ from bundler.pack.emit import build_manifest
 from bundler.pack.lock import Lock, check_lock
 from bundler.pack.output import refuse_unsafe_target, staged_output
 from bundler.pack.resolve import resolve
+from bundler.pack.signatures import check_signatures
 from bundler.pack.sources import Source, close_all, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
@@ -51,6 +52,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                                  spec.runtime_dir)
             origins = {sid: str(s.location) for sid, s in sources.items()}
             resolved = resolve(recipe, components, staged, origins)
+            resolved = check_signatures(recipe, staged, resolved, spec.allow_unsigned,
+                                        origins)
             manifest = build_manifest(recipe, [c.name for c in components], spec.runtime_dir,
                                       resolved, bootstrap, spec.require_driver)
             write_manifest(app_root / spec.runtime_dir / MANIFEST_NAME, manifest)
