@@ -59,6 +59,10 @@ def make_workspace(root: Path, framework: Path, sources: dict[str, Path],
     (app / "main.py").write_text(APP_MAIN)
     shutil.copy(framework, app / "framework.dll")
     lines = "\n".join(f'{sid} = "{path.as_posix()}"' for sid, path in sources.items())
+    if "allow_unsigned" not in extra_runtime:
+        # The stand-in cuDNN DLLs are not NVIDIA-signed (tests/test_signatures.py).
+        extra_runtime = f'allow_unsigned = ["cudnn*.dll"]\n{extra_runtime}'
+
     spec = root / "app.spec"
     spec.write_text(f'[app]\nname = "app"\npath = "app"\nentry = "main.py"\n\n'
                     f'[runtime]\nrecipe = "{recipe}"\n{extra_runtime}\n[sources]\n{lines}\n')
