@@ -95,11 +95,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _print_verify(report: VerifyReport) -> None:
     for label, items in (("missing", report.missing), ("changed", report.changed),
-                         ("unexpected", report.unexpected)):
+                         ("unexpected", report.unexpected),
+                         ("signature", report.signatures)):
         for item in items:
             print(f"{label}: {item}")
     if report.ok:
-        print(f"ok: {report.checked} files match {report.manifest}")
+        signed = f", {report.signed} signatures valid" if report.signed else ""
+        print(f"ok: {report.checked} files match {report.manifest}{signed}")
     else:
         print(f"{report.app}: the bundle differs from its manifest; hint: re-run "
               "`bundler pack` (an antivirus may have quarantined a DLL)", file=sys.stderr)

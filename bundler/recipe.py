@@ -133,6 +133,16 @@ class Recipe:
         return files + [lic for lic in self.licences if lic.source in used_sources]
 
 
+def required_trust(name: str, recipes: tuple[Recipe, ...] | list[Recipe]) -> Trust | None:
+    """Who must have signed a runtime file of this name, by the first recipe that ships
+    one and asks a signature (Windows file names ignore case); None if none asks."""
+    for recipe in recipes:
+        for runtime_file in recipe.files.values():
+            if runtime_file.name.lower() == name.lower() and runtime_file.signed_by:
+                return recipe.trust_for(runtime_file)
+    return None
+
+
 def shipped_recipe_dir() -> Path:
     # A wheel carries the top-level recipes/ folder as package data (bundler.recipes);
     # a source checkout, or an editable install of one, has it beside the package.
