@@ -55,7 +55,6 @@ def main() -> int:
     parser.add_argument("--wheels", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    check_signature  # imported above: signify's import (0.1 s) is not in the figures
     packs, checks = [], []
     for run in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="bench-sig-") as tmp:
