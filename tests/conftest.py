@@ -1,3 +1,13 @@
 """Shared fixtures: the Windows harness (tests/winenv) and packing helpers."""
 
+import pytest
+
 from tests.winenv.fixtures import *  # noqa: F403 - pytest collects fixtures by name
+
+
+@pytest.fixture(autouse=True)
+def _own_runtime_store(tmp_path_factory: pytest.TempPathFactory,
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test packs with a runtime store of its own: no test sees another's files,
+    and none writes to the user's ~/.cache."""
+    monkeypatch.setenv("BUNDLER_STORE", str(tmp_path_factory.mktemp("store")))

@@ -16,7 +16,8 @@ shipped.
 
 from __future__ import annotations
 
-import json
+import contextlib
+import hashlib
 import os
 import shutil
 import stat
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import BundlerError
+from bundler.pack.lock import read_lock
 from bundler.support.hashing import sha256_file
 from bundler.support.json_files import json_bytes, read_json
 
@@ -92,10 +94,8 @@ class Store:
             if copy or not _try_link(path, temporary):
                 shutil.copyfile(path, temporary)
             _make_read_only(temporary)
-            try:
-                os.link(temporary, target)  # fails if another pack added it first: fine
-            except FileExistsError:
-                pass
+            with contextlib.suppress(FileExistsError):   # another pack added it first
+                os.link(temporary, target)
         finally:
             shutil.rmtree(temporary.parent, ignore_errors=True)
 
@@ -192,6 +192,65 @@ def _remove(path: Path) -> None:
 
 
 def _path_key(path: Path) -> str:
-    import hashlib
-
     return hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class PinningLock:
+    lock: Path
+    recipe: str
+    pinned: frozenset[str]   # sha256 of the files it pins; empty if it is gone
+    exists: bool
+
+
+@dataclass(frozen=True)
+class StoreReport:
+    """What `bundler cache` shows, and what `bundler cache prune` removes."""
+
+    root: str
+    objects: int
+    size: int                 # bytes, each object once
+    locks: tuple[PinningLock, ...]
+    unpinned: tuple[tuple[str, int], ...]   # (sha256, size) pinned by no lock here
+    removed: bool = False
+
+    @property
+    def unpinned_size(self) -> int:
+        return sum(size for _, size in self.unpinned)
+
+
+def examine(store: Store) -> StoreReport:
+    locks = tuple(_pinning(lock, recipe) for _, lock, recipe in store.registered_locks())
+    pinned = frozenset().union(*(lock.pinned for lock in locks))
+    sizes = {path.name: path.stat().st_size for path in store.all_objects()}
+    return StoreReport(root=str(store.root), objects=len(sizes), size=sum(sizes.values()),
+                       locks=locks, unpinned=tuple((sha, size) for sha, size in
+                                                   sorted(sizes.items()) if sha not in pinned))
+
+
+def prune(store: Store) -> StoreReport:
+    """Remove every object no registered lock on this machine pins, the registrations of
+    locks that are gone, and the records of inputs whose files went with them."""
+    report = examine(store)
+    for sha256, _ in report.unpinned:
+        _remove(store.object_path(sha256))
+    for entry, lock, _ in store.registered_locks():
+        if not lock.is_file():
+            entry.unlink(missing_ok=True)
+    for record_path in sorted((store.root / "sources").glob("*")):
+        record = store.record(record_path.name)
+        if record is None or not all(store.object_path(h).exists()
+                                     for h in record.members.values()):
+            record_path.unlink(missing_ok=True)
+    return StoreReport(report.root, report.objects, report.size, report.locks,
+                       report.unpinned, removed=True)
+
+
+def _pinning(lock: Path, recipe: str) -> PinningLock:
+    try:
+        read = read_lock(lock) if lock.is_file() else None
+    except BundlerError:
+        read = None   # a damaged lock pins nothing it can name; the objects stay until
+        # prune, which then removes them: the next pack reads the inputs again
+    return PinningLock(lock=lock, recipe=recipe, exists=lock.is_file(),
+                       pinned=frozenset(read.files.values()) if read else frozenset())
