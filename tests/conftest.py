@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.packing import zip_reads  # noqa: F401 - a fixture, collected by name
 from tests.winenv.fixtures import *  # noqa: F403 - pytest collects fixtures by name
 
 

@@ -70,14 +70,15 @@ def reuse_runtime(files: list[RuntimeFile], sources: Mapping[str, Source], store
     runtime_dir.mkdir(parents=True, exist_ok=True)
     for sid, source in sorted(sources.items()):
         taken = [f for f in files if f.source == sid]
-        for way, found in (("store", _from_store(source, taken, store)),
-                           ("previous", _from_previous(source, taken, previous))):
-            if found is not None:
-                identity, origins = found
-                _place_all(taken, origins, runtime_dir, runtime_relpath, copy, result)
-                result.identities[sid] = identity
-                result.origin[sid] = way
-                break
+        # The store first: the previous bundle costs a hash of the input.
+        way, found = "store", _from_store(source, taken, store)
+        if found is None:
+            way, found = "previous", _from_previous(source, taken, previous)
+        if found is not None:
+            identity, origins = found
+            _place_all(taken, origins, runtime_dir, runtime_relpath, copy, result)
+            result.identities[sid] = identity
+            result.origin[sid] = way
     return result
 
 
