@@ -131,12 +131,13 @@ def test_a_newer_format_is_refused_not_misread(tmp_path: Path,
     assert "upgrade bundler" in capsys.readouterr().err
 
 
-def test_the_bootstrap_refuses_a_newer_format(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [MANIFEST_FORMAT + 1, 0, -1, True, "1", None])
+def test_the_bootstrap_refuses_a_format_it_does_not_read(tmp_path: Path, version: Any) -> None:
     data = _data()
-    data["format"] = bootstrap.MANIFEST_FORMAT + 1
+    data["format"] = version
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(bootstrap.BundledRuntimeError, match="has format 2"):
+    with pytest.raises(bootstrap.BundledRuntimeError, match=f"has format {version!r}"):
         bootstrap.read_manifest(str(path))
 
 

@@ -225,3 +225,27 @@ def test_inspect_shows_signer_timestamp_and_status(
            "2026-10-13T03:18:26Z" in out
     code, out, _ = run_cli(capsys, "inspect", flip_byte(real, tmp_path / "x.dll"))
     assert "signature        changed: changed after signing" in out
+
+
+def test_a_warm_pack_reuses_a_passed_check_of_the_same_bytes(
+        real: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A timestamped signature that passed for these bytes (by sha256) passes again:
+    the store keeps the verdict, and a re-pack does not pay for the check twice."""
+    from bundler.pack import signatures
+
+    spec = _workspace(tmp_path, real, "NVIDIA Corporation", (G4,))
+    assert run_cli(capsys, "pack", spec)[0] == 0
+    calls: list[Path] = []
+    real_check = signatures.check_signature
+    monkeypatch.setattr(signatures, "check_signature",
+                        lambda path, trust: calls.append(path) or real_check(path, trust))
+    (tmp_path / "app" / "main.py").write_text("print('changed')\n")
+    code, out, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    assert calls == []
+    assert _manifest(tmp_path)["files"][0]["signer"] == "NVIDIA Corporation"
+    # Another trust (another pinned root set) is checked afresh, and fails.
+    _recipe(tmp_path, "NVIDIA Corporation", ("0" * 64,))
+    code, _, err = run_cli(capsys, "pack", spec, "--update-lock")
+    assert code == 2 and "pinned root" in err and calls

@@ -11,22 +11,36 @@ proves it is not what its signer made, and no spec setting accepts that.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
+from typing import Protocol
 
 from bundler.errors import CheckError
 from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.pack.stage import StagedFile
 from bundler.recipe import Recipe
-from bundler.windows.authenticode import CHANGED, SignatureCheck, check_signature
+from bundler.windows.authenticode import CHANGED, OK, SignatureCheck, Trust, check_signature
+
+
+class Verdicts(Protocol):
+    """Where passed checks are kept (the runtime store): a file's bytes are known by
+    their sha256, so a check that passed for them need not run again."""
+
+    def signature_verdict(self, sha256: str, trust_key: str) -> dict[str, str] | None: ...
+
+    def remember_signature(self, sha256: str, trust_key: str,
+                           verdict: dict[str, str]) -> None: ...
 
 
 def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: ResolvedRuntime,
-                     allow_unsigned: list[str], origins: Mapping[str, str]
-                     ) -> ResolvedRuntime:
+                     allow_unsigned: list[str], origins: Mapping[str, str],
+                     verdicts: Verdicts | None = None) -> ResolvedRuntime:
     """`resolved` with each signed file's signer and signing time; CheckError naming
-    every file that fails, unless the spec accepts it."""
+    every file that fails, unless the spec accepts it. `verdicts`: checks that passed
+    before, by sha256 (only timestamped ones are kept: they do not expire)."""
     by_name = {item.file.name: item for item in staged}
     files: list[FileEntry] = []
     failed: dict[tuple[str, str, str], list[str]] = {}
@@ -36,7 +50,7 @@ def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: Resolve
         if trust is None:
             files.append(entry)
             continue
-        found = check_signature(item.path, trust)
+        found = _checked(item, trust, verdicts)
         if found.ok:
             files.append(_signed(entry, found, SIGNATURE_VERIFIED))
         elif found.status != CHANGED and allowed(entry.name, allow_unsigned):
@@ -48,6 +62,17 @@ def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: Resolve
         raise CheckError("; ".join(_failure(*key, names) for key, names in failed.items()),
                          _hint(recipe))
     return replace(resolved, files=files)
+
+
+def _checked(item: StagedFile, trust: Trust, verdicts: Verdicts | None) -> SignatureCheck:
+    key = hashlib.sha256(json.dumps(asdict(trust), sort_keys=True).encode()).hexdigest()
+    known = verdicts.signature_verdict(item.sha256, key) if verdicts else None
+    if known is not None and known.get("status") == OK and known.get("signed_at"):
+        return SignatureCheck(**known)
+    found = check_signature(item.path, trust)
+    if verdicts is not None and found.ok and found.signed_at:
+        verdicts.remember_signature(item.sha256, key, asdict(found))
+    return found
 
 
 def _failure(origin: str, signer: str, found: str, names: list[str]) -> str:
