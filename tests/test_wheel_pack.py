@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import base64
 import csv
-import io
 import hashlib
+import io
 import json
 import shutil
 import zipfile
