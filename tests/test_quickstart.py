@@ -37,6 +37,9 @@ def quickstart_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
                             capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert result.returncode == 0, result.stderr
     assert "packed cudnn-8.0.3.33-cuda10.1-win-x64" in result.stdout
+    # The stand-ins are not NVIDIA-signed: the spec says so, and so does the output.
+    assert "NOT SIGNED: 7 files lack the signature the recipe asks for" in result.stdout
+    assert "this runtime is a stand-in" in result.stdout
     return copy / "dist" / "quickstart"
 
 

@@ -40,6 +40,8 @@ class Spec:
     sources: dict[str, str] = field(default_factory=dict)
     onefile: bool = False
     scan: ScanSettings = field(default_factory=lambda: ScanSettings())
+    # File-name globs of runtime files accepted without the signature the recipe asks.
+    allow_unsigned: list[str] = field(default_factory=list)
 
     @property
     def folder(self) -> Path:
@@ -77,6 +79,7 @@ def load_spec(path: Path) -> Spec:
         require_driver=runtime.take("require_driver", bool, False),
         sources=source_paths,
         scan=scan,
+        allow_unsigned=_globs(runtime, "allow_unsigned"),
     )
     app.done()
     runtime.done()
@@ -135,6 +138,15 @@ def _entry(app: Table) -> str:
     """The entry script inside the app folder, with forward slashes ("" for none)."""
     value = app.take("entry", str, "")
     return _relative_inside(app, "entry", value).as_posix() if value else ""
+
+
+def _globs(table: Table, key: str) -> list[str]:
+    globs = table.take_str_list(key, [])
+    for glob in globs:
+        if not glob or "/" in glob or "\\" in glob:
+            raise SpecError(f"{table.path}: {table.where}.{key} entry {glob!r} is not a file "
+                            "name glob", 'give file names or globs, e.g. ["cudnn*.dll"]')
+    return globs
 
 
 def _runtime_dir(runtime: Table) -> str:

@@ -3,11 +3,11 @@
 Written into the app by `bundler pack`; standard library only. Importing it:
 
 1. finds the runtime folder beside this file (inside sys._MEIPASS when frozen);
-2. registers it with os.add_dll_directory, for loads that honour that list;
-3. preloads every runtime DLL by absolute path, in the manifest's load order;
-4. checks the NVIDIA driver against the recipe's minimum (see judge_driver):
+2. checks the NVIDIA driver against the recipe's minimum (see judge_driver):
    missing or too old gives one clear warning on stderr (an error if the spec
-   says require_driver = true), instead of CUDNN_STATUS_NOT_INITIALIZED much later.
+   says require_driver = true), instead of CUDNN_STATUS_NOT_INITIALIZED much later;
+3. registers the runtime folder with os.add_dll_directory, for loads that honour it;
+4. preloads every runtime DLL by absolute path, in the manifest's load order.
 
 Why preload by absolute path: TensorFlow and PaddlePaddle load "cudnn64_8.dll"
 with a plain LoadLibrary by bare name, which searches PATH and ignores
@@ -110,9 +110,10 @@ def read_manifest(path):
             f"bundled runtime manifest {path} cannot be read ({exc}); {_REPACK}") from None
     if not isinstance(data, dict) or not isinstance(data.get("load_order"), list):
         raise BundledRuntimeError(f"bundled runtime manifest {path} is damaged; {_REPACK}")
-    if not isinstance(data.get("format"), int) or data["format"] > MANIFEST_FORMAT:
+    version = data.get("format")
+    if type(version) is not int or not 1 <= version <= MANIFEST_FORMAT:
         raise BundledRuntimeError(
-            f"bundled runtime manifest {path} has format {data.get('format')!r}; this "
+            f"bundled runtime manifest {path} has format {version!r}; this "
             f"bootstrap reads format {MANIFEST_FORMAT}: {_REPACK}")
     return data
 

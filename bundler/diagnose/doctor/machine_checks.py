@@ -90,6 +90,7 @@ def judge_machine(folders: list[SearchFolder], copies: list[DllCopy], driver: Dr
     report = DriverReport(driver, cuda_text(driver.cuda) if driver.cuda else "",
                           compat.cuda_for_driver(driver.version) if driver.version else "")
     findings = (_bits_findings(bits) + _copy_findings(placed, bits)
+                + _signature_findings(placed)
                 + _driver_findings(report, placed, compat)
                 + _framework_findings(frameworks, placed, report, compat))
     return MachineReport(python=sys.executable, bits=bits, search_order=tuple(folders),
@@ -130,6 +131,16 @@ def _copy_findings(placed: list[PlacedCopy], bits: int) -> list[Finding]:
         findings += [_unloadable(p.copy, bits) for p in group
                      if p.copy.error or (p.copy.machine and _bits(p.copy) != bits)]
     return findings
+
+
+def _signature_findings(placed: list[PlacedCopy]) -> list[Finding]:
+    """A copy of a DLL that NVIDIA signs, without a valid NVIDIA signature, is not
+    NVIDIA's file (or was changed since): whatever loads it by name gets it."""
+    return [Finding(PROBLEM, "signature", f"{p.copy.name} in {where(p.copy)}: must be "
+                    f"signed by {p.copy.signature_required!r}, but is {p.copy.signature_text}",
+                    f"replace it with the original from {p.copy.signature_required} "
+                    "(reinstall the CUDA toolkit or cuDNN), or take its folder off PATH")
+            for p in placed if p.copy.signature_required and p.copy.signature != "ok"]
 
 
 def _by_name(placed: list[PlacedCopy]) -> dict[str, list[PlacedCopy]]:
@@ -282,8 +293,9 @@ def render_machine(report: MachineReport) -> list[str]:
         for f in report.search_order))
     lines += ["", "cuDNN / CUDA DLLs found:"]
     if report.dlls:
-        lines += format_table(("name", "role", "version", "machine", "folder"), (
+        lines += format_table(("name", "role", "version", "machine", "signature", "folder"), (
             (p.copy.name, p.role, p.copy.version or "-", p.copy.machine or "?",
+             p.copy.signature or "-",
              f"{os.path.dirname(p.copy.path)} ({p.copy.folder.label})")
             for p in report.dlls))
     else:
