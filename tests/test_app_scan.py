@@ -43,8 +43,10 @@ def write_spec(root: Path, recipe_ref: str, sources: dict[str, Path], extra: str
     lines = "\n".join(f'{sid} = "{p.as_posix()}"' for sid, p in sources.items())
     entry_line = f'entry = "{entry}"\n' if entry else ""
     spec = root / "app.spec"
+    # Every runtime DLL here is a stand-in: none carries NVIDIA's signature.
     spec.write_text(f'[app]\nname = "app"\npath = "app"\n{entry_line}\n[runtime]\n'
-                    f'recipe = "{recipe_ref}"\n{extra}\n[sources]\n{lines}\n')
+                    f'recipe = "{recipe_ref}"\nallow_unsigned = ["*.dll"]\n{extra}\n'
+                    f'[sources]\n{lines}\n')
     return spec
 
 
