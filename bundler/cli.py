@@ -18,8 +18,17 @@ from bundler.diagnose.inspection import inspect_path
 from bundler.diagnose.inspection import render as render_inspect
 from bundler.diagnose.verify import VerifyReport, verify
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
+from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
+from bundler.pack.store import (
+    DISABLED,
+    STORE_VARIABLE,
+    StoreReport,
+    examine,
+    open_store,
+    prune,
+)
 from bundler.recipe import Recipe, find_recipe, shipped_recipes
 from bundler.support.text_tables import human_size as _size
 
@@ -35,7 +44,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
     spec = load_spec(Path(args.spec))
     result = pack(spec, out=Path(args.out) if args.out else None,
                   overrides=dict(args.source or []), update_lock=args.update_lock,
-                  offline=args.offline)
+                  offline=args.offline, copy=args.copy)
     if args.json:
         print(json.dumps(_pack_summary(result), indent=2))
     else:
@@ -49,24 +58,83 @@ def _pack_summary(result: PackResult) -> dict:
             "recipe": manifest.recipe.name, "components": list(manifest.components),
             "files": [asdict(entry) for entry in manifest.files],
             "load_order": list(manifest.load_order),
-            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size}
+            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size,
+            "selected_because": dict(result.reasons),
+            "allowed_unsigned": [e.path for e in manifest.files
+                                 if e.signature == SIGNATURE_ALLOWED_UNSIGNED],
+            "runtime_origin": asdict(result.origin)}
 
 
 def _print_pack(result: PackResult) -> None:
     manifest = result.manifest
     print(f"packed {manifest.recipe.name} into {result.out}")
     print(f"  components: {', '.join(manifest.components)}")
+    for component, reasons in result.reasons.items():   # what the app scan brought in
+        print(f"  {component}: {'; '.join(reasons)}")
     for entry in manifest.files:
-        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component})")
+        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
+              f"{_signature_note(entry)})")
     for component, size in manifest.component_sizes().items():
         print(f"  {_size(size):>10}  component {component}")
     bootstrap = (f"; verify also checks the bootstrap {manifest.bootstrap.path}"
                  if manifest.bootstrap.path else "")
     print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} runtime files"
           f"{bootstrap}")
+    print(f"  runtime: {_origin_text(result)}")
     print(f"  lock: {result.lock_path}")
+    allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
+    if allowed:
+        print(f"  NOT SIGNED: {len(allowed)} files lack the signature the recipe asks for and "
+              "were accepted by the spec's allow_unsigned: this runtime is a stand-in or a "
+              f"rebuild, not the original ({', '.join(allowed)})")
     for exe in sorted(result.out.glob("*.exe")):  # a PyInstaller build: what to run
         print(f"  run: {exe}")
+
+
+def _signature_note(entry: FileEntry) -> str:
+    if entry.signature == SIGNATURE_VERIFIED:
+        when = f", timestamp {entry.signed_at}" if entry.signed_at else ""
+        return f"; signed by {entry.signer}{when}"
+    if entry.signature == SIGNATURE_ALLOWED_UNSIGNED:
+        return "; not signed, allowed by allow_unsigned"
+    return ""
+
+
+def _origin_text(result: PackResult) -> str:
+    origin = result.origin
+    how = ("linked" if not origin.copied else "copied" if not origin.linked
+           else f"{origin.linked} linked, {origin.copied} copied")
+    labels = {"read": "read from the inputs", "store": f"from the store ({how})",
+              "previous": f"from the previous bundle ({how})"}
+    return "; ".join(f"{count} file(s) {labels[way]}"
+                     for way, count in sorted(origin.files.items())) or "no files"
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    store = open_store(os.environ)
+    if store is None:
+        raise BundlerError(f"the runtime store is off ({STORE_VARIABLE}={DISABLED})",
+                           f"unset {STORE_VARIABLE} to use the store")
+    report = prune(store) if args.action == "prune" and not args.dry_run else examine(store)
+    if args.json:
+        print(json.dumps(asdict(report) | {"unpinned_size": report.unpinned_size},
+                         indent=2, default=str))
+    else:
+        print("\n".join(_store_lines(report, args.action == "prune")))
+    return EXIT_OK
+
+
+def _store_lines(report: StoreReport, pruning: bool) -> list[str]:
+    lines = [f"runtime store {report.root}: {report.objects} file(s), {_size(report.size)}"]
+    for lock in report.locks:
+        state = (f"pins {len(lock.pinned)} file(s)" if lock.exists
+                 else "gone (its files are no longer kept for it)")
+        lines.append(f"  {lock.lock} ({lock.recipe or 'recipe unknown'}): {state}")
+    verb = ("removed" if report.removed else "would remove") if pruning else "pinned by no lock"
+    lines.append(f"  {verb}: {len(report.unpinned)} file(s), {_size(report.unpinned_size)}")
+    if not pruning and report.unpinned:
+        lines.append("  (bundler cache prune removes them; --dry-run shows what it would do)")
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -80,11 +148,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _print_verify(report: VerifyReport) -> None:
     for label, items in (("missing", report.missing), ("changed", report.changed),
-                         ("unexpected", report.unexpected)):
+                         ("unexpected", report.unexpected),
+                         ("signature", report.signatures)):
         for item in items:
             print(f"{label}: {item}")
     if report.ok:
-        print(f"ok: {report.checked} files match {report.manifest}")
+        signed = f", {report.signed} signatures valid" if report.signed else ""
+        print(f"ok: {report.checked} files match {report.manifest}{signed}")
     else:
         print(f"{report.app}: the bundle differs from its manifest; hint: re-run "
               "`bundler pack` (an antivirus may have quarantined a DLL)", file=sys.stderr)
@@ -186,8 +256,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offline", action="store_true",
                    help="never fetch: fail, naming each wheel that is neither given nor "
                    "in the wheel cache")
+    p.add_argument("--copy", action="store_true",
+                   help="give the bundle its own copies of the runtime files instead of "
+                   "hard links into the runtime store (e.g. for a bundle you zip and ship)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(run=cmd_pack)
+
+    c = commands.add_parser("cache", parents=[common], help="show or prune the runtime store",
+                            description="The runtime store keeps each runtime file once "
+                            "(by sha256) for every bundle on this machine. Without an "
+                            "action: its size and the locks that pin its files. prune: "
+                            "remove the files no lock on this machine pins.")
+    c.add_argument("action", nargs="?", choices=["prune"], metavar="prune",
+                   help="remove files no registered lock pins")
+    c.add_argument("--dry-run", action="store_true",
+                   help="with prune: say what would be removed, remove nothing")
+    c.add_argument("--json", action="store_true", help="print a JSON report")
+    c.set_defaults(run=cmd_cache)
 
     v = commands.add_parser("verify", parents=[common],
                             help="re-hash a bundle against its manifest",

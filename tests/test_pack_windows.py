@@ -272,3 +272,32 @@ def test_an_entry_in_a_subfolder_finds_the_bootstrap(
     assert result["version"] == 8003
     assert result["path"].lower() == to_windows_path(
         root / "dist" / "app" / "cudnn" / "cudnn64_8.dll").lower()
+
+
+def test_bundles_linked_to_the_store_load_verify_and_pass_doctor(
+        app_python: WindowsPython, win_python: WindowsPython, tmp_path: Path,
+        standin_zip: Path, standin_toolkit: Path, standin_framework: Path,
+        decoy_cudnn_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two apps share one runtime through the store: their DLLs are one file on disk,
+    and Windows loads them as any other; --copy gives an app its own files again."""
+    sources = {"cudnn": standin_zip, "cuda": standin_toolkit}
+    first, second = (make_workspace(tmp_path / name, standin_framework, sources)
+                     for name in ("first", "second"))
+    pack(load_spec(first.spec))
+    result = pack(load_spec(second.spec))
+    assert result.origin.files == {"store": len(result.manifest.files)}
+    dlls = sorted(p.name for p in (second.dist / "cudnn").glob("*.dll"))
+    assert all((first.dist / "cudnn" / n).samefile(second.dist / "cudnn" / n) for n in dlls)
+    bundled = run_app(app_python, second.dist / "main.py", decoy_cudnn_dir)[0]
+    assert bundled["version"] == 8003
+    assert bundled["path"].lower() == to_windows_path(
+        second.dist / "cudnn" / "cudnn64_8.dll").lower()
+    assert run_cli(capsys, "verify", second.dist)[0] == 0
+    doctor = json.loads(win_python.run(["-m", "bundler", "doctor", second.dist, "--json"]
+                                       ).stdout)
+    assert [f for f in doctor["findings"] if f["about"] == "bundle"
+            and f["level"] == "problem"] == []
+    assert doctor["verify"]["ok"] is True
+    pack(load_spec(first.spec), copy=True)
+    assert all((first.dist / "cudnn" / n).stat().st_nlink == 1 for n in dlls)
+    assert run_app(app_python, first.dist / "main.py", decoy_cudnn_dir)[0]["version"] == 8003

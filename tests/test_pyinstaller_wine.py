@@ -116,7 +116,7 @@ def project(tmp_path_factory: pytest.TempPathFactory, standin_zip: Path,
                       ("own", 'pyinstaller_spec = "ocr.spec"')):
         (root / f"{name}.spec").write_text(
             f'[app]\nname = "frozen-{name}"\nbuilder = "pyinstaller"\n{key}\n\n'
-            f'[runtime]\nrecipe = "{SEED}"\n\n{sources}')
+            f'[runtime]\nrecipe = "{SEED}"\nallow_unsigned = ["cudnn*.dll"]\n\n{sources}')
     return Project(root, (standin_framework.parent, decoy_cudnn_dir, standin_toolkit / "bin"),
                    standin_toolkit)
 

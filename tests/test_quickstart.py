@@ -59,6 +59,9 @@ def quickstart_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # pack counts the runtime's files; verify also checks the bootstrap: say so.
     assert ("11 runtime files; verify also checks the bootstrap _cudnn_bootstrap.py"
             in result.stdout)
+    # The stand-ins are not NVIDIA-signed: the spec says so, and so does the output.
+    assert "NOT SIGNED: 7 files lack the signature the recipe asks for" in result.stdout
+    assert "this runtime is a stand-in" in result.stdout
     return copy / "dist" / "quickstart"
 
 

@@ -72,7 +72,9 @@ def write_app(folder: Path, name: str, recipe: str, components: str, sources: st
     (folder / "app" / "main.py").write_text(APP)
     spec = folder / "app.spec"
     spec.write_text(f'[app]\nname = "{name}"\npath = "app"\nentry = "main.py"\n'
-                    f'[runtime]\nrecipe = "{recipe}"\n{components}\n[sources]\n{sources}')
+                    f'[runtime]\nrecipe = "{recipe}"\n{components}\n'
+                    # The stand-ins are not NVIDIA-signed; real wheels are still checked.
+                    f'allow_unsigned = ["cudnn*.dll"]\n[sources]\n{sources}')
     return spec
 
 
@@ -197,6 +199,11 @@ def test_real_cudnn_8_9_is_loaded_from_the_bundle_despite_a_decoy_on_path(
     bundle = pack(write_app(tmp_path / "real-app", "real-app", CU11, "", sources))
     manifest = json.loads((bundle / "cudnn" / "manifest.json").read_text())
     assert len([f for f in manifest["files"] if f["path"].endswith(".dll")]) == 10
+    # The real cuDNN DLLs are NVIDIA-signed (leaf expired 2025, valid 2023 timestamps);
+    # cuBLAS and cudart of the -cu11 wheels are not, and the recipe asks no signature.
+    signed = {f["name"]: (f.get("signature"), f.get("signer")) for f in manifest["files"]}
+    assert {n for n, s in signed.items() if s == ("verified", "NVIDIA Corporation")} == {
+        n for n in signed if n.startswith("cudnn") and n.endswith(".dll")}
     sync = tmp_path / "sync"
     sync.mkdir()
     (sync / "go").touch()  # a single app: nothing to wait for

@@ -15,6 +15,16 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
+class ScanSettings:
+    """[scan]: the app scan (docs/spec-format.md)."""
+
+    enabled: bool = True
+    dlls: tuple[str, ...] = ()          # DLLs the app loads that no scan can see
+    components: tuple[str, ...] = ()    # components to add on top of the selection
+    allow_app_copies: bool = False      # pack even if the app ships its own cuDNN (torch)
+
+
+@dataclass(frozen=True)
 class Spec:
     path: Path
     name: str
@@ -29,6 +39,9 @@ class Spec:
     require_driver: bool
     sources: dict[str, str] = field(default_factory=dict)
     onefile: bool = False
+    scan: ScanSettings = field(default_factory=lambda: ScanSettings())
+    # File-name globs of runtime files accepted without the signature the recipe asks.
+    allow_unsigned: list[str] = field(default_factory=list)
 
     @property
     def folder(self) -> Path:
@@ -49,6 +62,7 @@ def load_spec(path: Path) -> Spec:
     app, runtime = top.table("app"), top.table("runtime")
     sources = top.table("sources", required=False)
     source_paths = {sid: sources.take(sid, str) for sid in sources.names()}
+    scan = _scan(top.table("scan", required=False))
     top.done()
     spec = Spec(
         path=path,
@@ -64,11 +78,23 @@ def load_spec(path: Path) -> Spec:
         runtime_dir=_runtime_dir(runtime),
         require_driver=runtime.take("require_driver", bool, False),
         sources=source_paths,
+        scan=scan,
+        allow_unsigned=_globs(runtime, "allow_unsigned"),
     )
     app.done()
     runtime.done()
     _check_builder_keys(spec)
     return spec
+
+
+def _scan(table: Table) -> ScanSettings:
+    settings = ScanSettings(
+        enabled=table.take("enabled", bool, True),
+        dlls=tuple(table.take_str_list("dlls", [])),
+        components=tuple(table.take_str_list("components", [])),
+        allow_app_copies=table.take("allow_app_copies", bool, False))
+    table.done()
+    return settings
 
 
 def _app_name(app: Table) -> str:
@@ -115,6 +141,15 @@ def _entry(app: Table) -> str:
     """The entry script inside the app folder, with forward slashes ("" for none)."""
     value = app.take("entry", str, "")
     return _relative_inside(app, "entry", value).as_posix() if value else ""
+
+
+def _globs(table: Table, key: str) -> list[str]:
+    globs = table.take_str_list(key, [])
+    for glob in globs:
+        if not glob or "/" in glob or "\\" in glob:
+            raise SpecError(f"{table.path}: {table.where}.{key} entry {glob!r} is not a file "
+                            "name glob", 'give file names or globs, e.g. ["cudnn*.dll"]')
+    return globs
 
 
 def _runtime_dir(runtime: Table) -> str:

@@ -51,6 +51,11 @@ def nvidia_pin(package: str) -> Pin:
     return Pin(package, pin["version"], pin["sha256"])
 
 
+def framework_pin(package: str) -> Pin:
+    pin = _table()["frameworks"][package]
+    return Pin(package, pin["version"], pin["sha256"])
+
+
 def check_download(path: Path, pin: Pin) -> None:
     """Raise PinMismatch unless `path` has the pinned sha256."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -122,7 +122,8 @@ def _verify_findings(report: VerifyReport) -> list[Finding]:
     findings = [Finding(PROBLEM, "bundle", f"{what}: {', '.join(items)}", REPACK)
                 for what, items in (("missing from the bundle", report.missing),
                                     ("changed since pack", report.changed),
-                                    ("not in the manifest", report.unexpected)) if items]
+                                    ("not in the manifest", report.unexpected),
+                                    ("signature not valid", report.signatures)) if items]
     if not findings:
         findings.append(Finding(OK, "bundle", f"{report.checked} files match "
                                 f"{report.manifest}"))
