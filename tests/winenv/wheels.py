@@ -52,7 +52,8 @@ def _pinned(pin: Pin, sid: str, file_name: str) -> SourceSpec:
 # onnxruntime-gpu 1.26.0 (226 MB): its onnxruntime_providers_cuda.dll is the real framework
 # binary the app-scan tests read (pinned in pins.toml).
 _ORT = framework_pin("onnxruntime-gpu")
-ORT_WHEEL = _pinned(_ORT, "onnxruntime", f"onnxruntime_gpu-{_ORT.version}-cp311-cp311-win_amd64.whl")
+ORT_WHEEL = _pinned(_ORT, "onnxruntime",
+                    f"onnxruntime_gpu-{_ORT.version}-cp311-cp311-win_amd64.whl")
 ORT_PROVIDER = "onnxruntime/capi/onnxruntime_providers_cuda.dll"
 
 
