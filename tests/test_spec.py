@@ -142,6 +142,7 @@ entry = "main.py"
 
 [runtime]
 recipe = "cudnn-8.0.3.33-cuda10.1-win-x64"
+allow_unsigned = ["cudnn*.dll"]   # stand-ins
 
 [sources]
 cudnn = "{standin_zip.as_posix()}"
