@@ -22,9 +22,18 @@ from bundler.diagnose.inspection import render as render_inspect
 from bundler.diagnose.verify import VerifyReport, bundles_in, verify
 from bundler.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROBLEMS, BundlerError, LockError
 from bundler.lockfile import Lock, read_lock
+from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
-from bundler.recipe import find_recipe, shipped_recipes
+from bundler.pack.store import (
+    DISABLED,
+    STORE_VARIABLE,
+    StoreReport,
+    examine,
+    open_store,
+    prune,
+)
+from bundler.recipe import Recipe, find_recipe, shipped_recipes
 from bundler.support.swap_journal import journaled_targets, recover_beside
 from bundler.support.text_tables import human_size as _size
 from bundler.support.toml_tables import shown
@@ -41,7 +50,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
     spec = load_spec(Path(args.spec))
     result = pack(spec, out=Path(args.out) if args.out else None,
                   overrides=dict(args.source or []), update_lock=args.update_lock,
-                  offline=args.offline)
+                  offline=args.offline, copy=args.copy)
     if args.json:
         print(json.dumps(_pack_summary(result), indent=2))
     else:
@@ -55,19 +64,35 @@ def _pack_summary(result: PackResult) -> dict:
             "recipe": manifest.recipe.name, "components": list(manifest.components),
             "files": [asdict(entry) for entry in manifest.files],
             "load_order": list(manifest.load_order),
-            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size}
+            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size,
+            "selected_because": dict(result.reasons),
+            "allowed_unsigned": [e.path for e in manifest.files
+                                 if e.signature == SIGNATURE_ALLOWED_UNSIGNED],
+            "runtime_origin": asdict(result.origin)}
 
 
 def _print_pack(result: PackResult) -> None:
     manifest = result.manifest
     print(f"packed {manifest.recipe.name} into {result.out}")
     print(f"  components: {', '.join(manifest.components)}")
+    for component, reasons in result.reasons.items():   # what the app scan brought in
+        print(f"  {component}: {'; '.join(reasons)}")
     for entry in manifest.files:
-        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component})")
+        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
+              f"{_signature_note(entry)})")
     for component, size in manifest.component_sizes().items():
         print(f"  {_size(size):>10}  component {component}")
-    print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} files")
+    bootstrap = (f"; verify also checks the bootstrap {manifest.bootstrap.path}"
+                 if manifest.bootstrap.path else "")
+    print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} runtime files"
+          f"{bootstrap}")
+    print(f"  runtime: {_origin_text(result)}")
     print(f"  lock: {result.lock_path}")
+    allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
+    if allowed:
+        print(f"  NOT SIGNED: {len(allowed)} files lack the signature the recipe asks for and "
+              "were accepted by the spec's allow_unsigned: this runtime is a stand-in or a "
+              f"rebuild, not the original ({', '.join(allowed)})")
     for exe in sorted(result.out.glob("*.exe")):  # a PyInstaller build: what to run
         print(f"  run: {exe}")
 
@@ -83,6 +108,52 @@ def _lock_arg(args: argparse.Namespace) -> Lock | None:
     if lock is None:
         raise LockError(f"{args.lock}: no such lock file", "give the SPEC.lock beside the spec")
     return lock
+
+
+def _signature_note(entry: FileEntry) -> str:
+    if entry.signature == SIGNATURE_VERIFIED:
+        when = f", timestamp {entry.signed_at}" if entry.signed_at else ""
+        return f"; signed by {entry.signer}{when}"
+    if entry.signature == SIGNATURE_ALLOWED_UNSIGNED:
+        return "; not signed, allowed by allow_unsigned"
+    return ""
+
+
+def _origin_text(result: PackResult) -> str:
+    origin = result.origin
+    how = ("linked" if not origin.copied else "copied" if not origin.linked
+           else f"{origin.linked} linked, {origin.copied} copied")
+    labels = {"read": "read from the inputs", "store": f"from the store ({how})",
+              "previous": f"from the previous bundle ({how})"}
+    return "; ".join(f"{count} file(s) {labels[way]}"
+                     for way, count in sorted(origin.files.items())) or "no files"
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    store = open_store(os.environ)
+    if store is None:
+        raise BundlerError(f"the runtime store is off ({STORE_VARIABLE}={DISABLED})",
+                           f"unset {STORE_VARIABLE} to use the store")
+    report = prune(store) if args.action == "prune" and not args.dry_run else examine(store)
+    if args.json:
+        print(json.dumps(asdict(report) | {"unpinned_size": report.unpinned_size},
+                         indent=2, default=str))
+    else:
+        print("\n".join(_store_lines(report, args.action == "prune")))
+    return EXIT_OK
+
+
+def _store_lines(report: StoreReport, pruning: bool) -> list[str]:
+    lines = [f"runtime store {report.root}: {report.objects} file(s), {_size(report.size)}"]
+    for lock in report.locks:
+        state = (f"pins {len(lock.pinned)} file(s)" if lock.exists
+                 else "gone (its files are no longer kept for it)")
+        lines.append(f"  {lock.lock} ({lock.recipe or 'recipe unknown'}): {state}")
+    verb = ("removed" if report.removed else "would remove") if pruning else "pinned by no lock"
+    lines.append(f"  {verb}: {len(report.unpinned)} file(s), {_size(report.unpinned_size)}")
+    if not pruning and report.unpinned:
+        lines.append("  (bundler cache prune removes them; --dry-run shows what it would do)")
+    return lines
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -111,12 +182,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def _print_verify(report: VerifyReport) -> None:
     for label, items in (("missing", report.missing), ("changed", report.changed),
                          ("unexpected", report.unexpected),
-                         ("not as locked", report.not_as_locked)):
+                         ("not as locked", report.not_as_locked),
+                         ("signature", report.signatures)):
         for item in items:
             print(f"{label}: {item}")
     against = f" and {report.lock}" if report.lock else ""
     if report.ok:
-        print(f"ok: {report.checked} files match {report.manifest}{against}")
+        signed = f", {report.signed} signatures valid" if report.signed else ""
+        print(f"ok: {report.checked} files match {report.manifest}{signed}{against}")
     else:
         print(f"{report.app}: the bundle differs from its manifest{against}; hint: re-run "
               "`bundler pack` (an antivirus may have quarantined a DLL)", file=sys.stderr)
@@ -152,6 +225,9 @@ def _print_report(report: object, lines: list[str], as_json: bool) -> None:
 def cmd_recipes(args: argparse.Namespace) -> int:
     if args.name:
         recipe = find_recipe(args.name, Path.cwd())
+        if args.json:
+            print(json.dumps(_recipe_summary(recipe), indent=2))
+            return EXIT_OK
         print(f"{recipe.name}: {recipe.description}")
         compat = (f" ({recipe.min_driver_compat} with minor-version compatibility)"
                   if recipe.min_driver_compat else "")
@@ -168,10 +244,26 @@ def cmd_recipes(args: argparse.Namespace) -> int:
             if component.description:
                 print(f"    {component.description}")
         return EXIT_OK
-    for recipe in shipped_recipes():
+    recipes = shipped_recipes()
+    if args.json:
+        print(json.dumps([_recipe_summary(r) for r in recipes], indent=2))
+        return EXIT_OK
+    for recipe in recipes:
         print(f"{recipe.name:40} cuDNN {recipe.cudnn:10} CUDA {recipe.cuda:6} "
               f"{recipe.platform}")
     return EXIT_OK
+
+
+def _recipe_summary(recipe: Recipe) -> dict:
+    return {"name": recipe.name, "description": recipe.description,
+            "platform": recipe.platform, "cudnn": recipe.cudnn, "cuda": recipe.cuda,
+            "min_driver": recipe.min_driver, "min_driver_compat": recipe.min_driver_compat,
+            "sources": {s.id: {"kind": s.kind, "package": s.package, "version": s.version,
+                               "file_name": s.file_name, "sha256": s.sha256, "env": list(s.env)}
+                        for s in recipe.sources.values()},
+            "components": {c.name: {"files": list(c.files), "requires": list(c.requires),
+                                    "description": c.description}
+                           for c in recipe.components.values()}}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -179,9 +271,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="bundler", description="Make GPU applications carry their own cuDNN runtime.")
     parser.add_argument("--version", action="version", version=f"bundler {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    # --debug also after the command (`bundler pack app.spec --debug`); SUPPRESS keeps
+    # the subcommand from resetting one given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = commands.add_parser("pack", help="bundle the runtime into the app folder",
+    p = commands.add_parser("pack", parents=[common],
+                            help="bundle the runtime into the app folder",
                             description="Pack an app with its own cuDNN runtime, as the "
                             "spec says; writes dist/<app name>/ and SPEC.lock.")
     p.add_argument("spec", metavar="SPEC", help="the app spec (TOML), e.g. app.spec")
@@ -194,10 +292,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offline", action="store_true",
                    help="never fetch: fail, naming each wheel that is neither given nor "
                    "in the wheel cache")
+    p.add_argument("--copy", action="store_true",
+                   help="give the bundle its own copies of the runtime files instead of "
+                   "hard links into the runtime store (e.g. for a bundle you zip and ship)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(run=cmd_pack)
 
-    v = commands.add_parser("verify", help="re-hash a bundle against its manifest (and lock)",
+    c = commands.add_parser("cache", parents=[common], help="show or prune the runtime store",
+                            description="The runtime store keeps each runtime file once "
+                            "(by sha256) for every bundle on this machine. Without an "
+                            "action: its size and the locks that pin its files. prune: "
+                            "remove the files no lock on this machine pins.")
+    c.add_argument("action", nargs="?", choices=["prune"], metavar="prune",
+                   help="remove files no registered lock pins")
+    c.add_argument("--dry-run", action="store_true",
+                   help="with prune: say what would be removed, remove nothing")
+    c.add_argument("--json", action="store_true", help="print a JSON report")
+    c.set_defaults(run=cmd_cache)
+
+    v = commands.add_parser("verify", parents=[common],
+                            help="re-hash a bundle against its manifest (and lock)",
                             description="Check every bundled file against manifest.json, "
                             "and that the entry script still loads the bootstrap; with "
                             "--lock, each file against the lock too. APPDIR may be a folder "
@@ -209,7 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="print a JSON report")
     v.set_defaults(run=cmd_verify)
 
-    i = commands.add_parser("inspect", help="what a DLL, folder, zip or wheel holds and needs",
+    i = commands.add_parser("inspect", parents=[common],
+                            help="what a DLL, folder, zip or wheel holds and needs",
                             description="Show each DLL's machine, versions, imports "
                             "(bundled/system/driver/missing), run-time loads known to the "
                             "recipes, size and sha256; for a zip or wheel, its members and "
@@ -218,7 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true", help="print a JSON report")
     i.set_defaults(run=cmd_inspect)
 
-    d = commands.add_parser("doctor", help="what this machine (or a bundle on it) would load",
+    d = commands.add_parser("doctor", parents=[common],
+                            help="what this machine (or a bundle on it) would load",
                             description="Without APPDIR: the cuDNN/CUDA DLLs a bare-name load "
                             "finds, the driver, the installed frameworks. With APPDIR: verify "
                             "the bundle and check it would load here. Exit 1 if problems.")
@@ -228,8 +344,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="print a JSON report")
     d.set_defaults(run=cmd_doctor)
 
-    r = commands.add_parser("recipes", help="list the shipped recipes, or show one")
-    r.add_argument("name", nargs="?", metavar="NAME")
+    r = commands.add_parser("recipes", parents=[common],
+                            help="list the shipped recipes, or show one",
+                            description="Without NAME: every shipped recipe with its cuDNN, "
+                            "CUDA and platform. With NAME: its sources, components (what "
+                            "each requires) and driver minimum.")
+    r.add_argument("name", nargs="?", metavar="NAME",
+                   help="a shipped recipe's name (as listed), or a recipe file")
+    r.add_argument("--json", action="store_true", help="print the recipe(s) as JSON")
     r.set_defaults(run=cmd_recipes)
     return parser
 

@@ -31,6 +31,9 @@ BOOTSTRAP_NAME = "_cudnn_bootstrap.py"
 INJECT_MARKER = "# bundler: load the bundled cuDNN runtime first"
 INJECT_LOADS = '_bundler_spec.loader.exec_module(_bundler_sys.modules["_cudnn_bootstrap"])'
 _REPACK = "re-run `bundler pack` to rebuild the bundle"
+SIGNATURE_VERIFIED = "verified"
+SIGNATURE_ALLOWED_UNSIGNED = "allowed-unsigned"
+SIGNATURE_STATES = ("", SIGNATURE_VERIFIED, SIGNATURE_ALLOWED_UNSIGNED)
 
 
 class DamagedManifest(BundlerError):
@@ -69,6 +72,14 @@ class FileEntry:
     source: str
     machine: str   # the PE machine type ("AMD64"); "" for a file that is not a DLL
     version: str   # the DLL's file version; "" when it has none
+    # Its Authenticode signature as pack found it (optional: "" when the recipe asks
+    # none). signature: "verified", or "allowed-unsigned" (the spec's allow_unsigned
+    # accepted it without a valid one); signer: the leaf's common name; signed_at: the
+    # verified timestamp (ISO 8601 UTC); signature_root: SHA-256 of the root reached.
+    signature: str = ""
+    signer: str = ""
+    signed_at: str = ""
+    signature_root: str = ""
 
 
 @dataclass(frozen=True)
@@ -246,9 +257,12 @@ def _file_entry(reader: _Reader, item: object, index: int) -> FileEntry:
     size = table.get("size")
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise reader.damaged(f"'{where}.size' must be a whole number of bytes")
+    if table.get("signature", "") not in SIGNATURE_STATES:
+        raise reader.damaged(f"'{where}.signature' must be one of "
+                             f"{', '.join(repr(s) for s in SIGNATURE_STATES)}")
     return FileEntry(path=reader.relpath(table, "path", where), size=size,
-                     **{name: reader.text(table, name, where) for name in (
-                         "name", "sha256", "component", "source", "machine", "version")})
+                     **{f.name: reader.text(table, f.name, where, optional=f.default == "")
+                        for f in fields(FileEntry) if f.name not in ("path", "size")})
 
 
 def _bootstrap_entry(reader: _Reader, table: Mapping[str, object]) -> BootstrapEntry:

@@ -8,13 +8,15 @@ elsewhere reads these facts; it never hard-codes a runtime.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError
 from bundler.support.paths import is_bare_file_name
 from bundler.support.toml_tables import Table, load_toml_bytes
+from bundler.windows.authenticode import Trust
 from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
 
@@ -47,12 +49,16 @@ class SourceSpec:
     kind: str
     contents: tuple[str, ...]
     file_name: str = ""
+    # Members the input holds that are checked only when a selected component takes
+    # them (a toolkit's math libraries: an install without them still packs cuDNN).
+    optional_contents: tuple[str, ...] = ()
     sha256: str = ""
     root: str = ""
     env: tuple[str, ...] = ()
     package: str = ""
     version: str = ""
     platform_tag: str = ""
+    signed_by: str = ""   # who must have signed its DLLs (a [signers] name); "" for no one
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class RuntimeFile:
     component: str
     version: str = ""
     loads: tuple[str, ...] = ()
+    signed_by: str = ""   # who must have signed it (a [signers] name); "" for no one
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,9 @@ class Component:
     files: tuple[str, ...]
     requires: tuple[str, ...]
     description: str = ""   # shown by `bundler recipes NAME`
+    # In the selection a spec without `components` gets. The math libraries are not:
+    # they come in when asked for or when the app scan finds the app needs them.
+    default: bool = True
 
 
 @dataclass(frozen=True)
@@ -93,15 +103,23 @@ class Recipe:
     # features, e.g. PTX JIT of newer code, need min_driver). Where given, the driver
     # check requires this and notes a driver below min_driver; else it requires min_driver.
     min_driver_compat: str = ""
+    # Who signs what: a signer's name (the leaf's common name) -> the roots its chain and
+    # its timestamps must reach (bundler/windows/roots.toml has the certificates).
+    signers: dict[str, Trust] = field(default_factory=dict)
+
+    def trust_for(self, runtime_file: RuntimeFile) -> Trust | None:
+        """What must have signed the file, or None when the recipe asks no signature."""
+        return self.signers[runtime_file.signed_by] if runtime_file.signed_by else None
 
     @property
     def cuda_major(self) -> int:
         return int(self.cuda.split(".")[0])
 
     def select(self, wanted: list[str] | None) -> list[Component]:
-        """The wanted components and everything they require, in recipe order."""
+        """The wanted components (default: the default ones) and everything they
+        require, in recipe order."""
         if not wanted:
-            return list(self.components.values())
+            wanted = [c.name for c in self.components.values() if c.default]
         chosen: set[str] = set()
         pending = list(wanted)
         while pending:
@@ -115,11 +133,25 @@ class Recipe:
                 pending.extend(self.components[name].requires)
         return [c for c in self.components.values() if c.name in chosen]
 
+    def supplier_of(self, dll: str) -> RuntimeFile | None:
+        """The runtime file of that name (Windows names ignore case), if the recipe has it."""
+        return next((f for f in self.files.values() if f.name.lower() == dll.lower()), None)
+
     def files_for(self, components: list[Component]) -> list[RuntimeFile]:
         """Runtime files of the components, then the licences of the sources they use."""
         files = [self.files[name] for c in components for name in c.files]
         used_sources = {f.source for f in files}
         return files + [lic for lic in self.licences if lic.source in used_sources]
+
+
+def required_trust(name: str, recipes: tuple[Recipe, ...] | list[Recipe]) -> Trust | None:
+    """Who must have signed a runtime file of this name, by the first recipe that ships
+    one and asks a signature (Windows file names ignore case); None if none asks."""
+    for recipe in recipes:
+        for runtime_file in recipe.files.values():
+            if runtime_file.name.lower() == name.lower() and runtime_file.signed_by:
+                return recipe.trust_for(runtime_file)
+    return None
 
 
 def shipped_recipe_dir() -> Path:
@@ -158,6 +190,7 @@ def load_recipe_file(path: Path) -> Recipe:
     cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
     min_driver, min_driver_compat = _driver_minimums(versions, cuda)
     versions.done()
+    signers = {name: _signer(name, t) for name, t in top.tables("signers").items()}
     sources = {sid: _source(sid, t, platform) for sid, t in top.tables("sources").items()}
     file_facts = top.tables("files")
     components, files = _components(top, sources, file_facts)
@@ -171,7 +204,7 @@ def load_recipe_file(path: Path) -> Recipe:
                     cuda=cuda, min_driver=min_driver, sources=sources,
                     components=components, files=files, licences=licences, path=path,
                     sha256=hashlib.sha256(raw).hexdigest(),
-                    min_driver_compat=min_driver_compat)
+                    min_driver_compat=min_driver_compat, signers=signers)
     _check_consistency(recipe)
     return recipe
 
@@ -205,19 +238,41 @@ def _source(sid: str, table: Table, platform: str) -> SourceSpec:
                           f"use one of: {', '.join(SOURCE_KINDS)}")
     spec = SourceSpec(
         id=sid, kind=kind, contents=tuple(table.take_str_list("contents", [])),
+        optional_contents=tuple(table.take_str_list("optional_contents", [])),
         file_name=table.take("file_name", str, ""), sha256=table.take("sha256", str, ""),
         root=table.take("root", str, ""), env=tuple(table.take_str_list("env", [])),
         package=table.take("package", str, ""), version=table.take("version", str, ""),
         # A wheel's platform tag is the recipe's platform spelled as in wheel names
         # (win-amd64 -> win_amd64) unless the recipe says otherwise.
         platform_tag=table.take("platform_tag", str,
-                                platform.replace("-", "_") if kind == "wheel" else ""))
+                                platform.replace("-", "_") if kind == "wheel" else ""),
+        signed_by=table.take("signed_by", str, ""))
     table.done()
     if kind == "wheel" and not (spec.package and spec.version):
         raise RecipeError(f"{table.path}: [sources.{sid}] is a wheel but lacks package or "
                           "version", 'add package = "nvidia-..." and version = "..." (and '
                           "sha256, to let bundler fetch it)")
     return spec
+
+
+_FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _signer(name: str, table: Table) -> Trust:
+    """[signers."NAME"]: the roots (SHA-256 of each DER certificate) NAME's chain must
+    reach, and those its timestamps may reach (default: the same)."""
+    roots = tuple(table.take_str_list("roots"))
+    stamps = tuple(table.take_str_list("timestamp_roots", list(roots)))
+    table.done()
+    for fingerprint in roots + stamps:
+        if not _FINGERPRINT.match(fingerprint):
+            raise RecipeError(f"{table.path}: [signers.\"{name}\"] root {fingerprint!r} is not "
+                              "a SHA-256 fingerprint", "give 64 lower-case hex digits, e.g. "
+                              "from `openssl x509 -noout -fingerprint -sha256`")
+    if not roots:
+        raise RecipeError(f"{table.path}: [signers.\"{name}\"] pins no root",
+                          "add roots = [\"<sha256>\"] (docs/recipe-format.md)")
+    return Trust(signer=name, roots=roots, timestamp_roots=stamps)
 
 
 def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
@@ -247,14 +302,17 @@ def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
                        member=member, component=component)
 
 
-def _with_facts(runtime_file: RuntimeFile, facts: Table | None) -> RuntimeFile:
-    """Add what [files."NAME"] says: the expected version and run-time loads."""
+def _with_facts(runtime_file: RuntimeFile, facts: Table | None, signed_by: str
+                ) -> RuntimeFile:
+    """Add what [files."NAME"] says: the expected version, run-time loads and signer
+    (by default its source's; "" says the file is not signed)."""
     if facts is None:
-        return runtime_file
+        return replace(runtime_file, signed_by=signed_by)
     version = facts.take("version", str, "")
     loads = tuple(facts.take_str_list("loads", []))
+    signed_by = facts.take("signed_by", str, signed_by)
     facts.done()
-    return replace(runtime_file, version=version, loads=loads)
+    return replace(runtime_file, version=version, loads=loads, signed_by=signed_by)
 
 
 def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str, Table]
@@ -265,7 +323,8 @@ def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str
         names = []
         for ref in table.take("files", list):
             runtime_file = _file_ref(ref, cname, sources, top)
-            runtime_file = _with_facts(runtime_file, file_facts.pop(runtime_file.name, None))
+            runtime_file = _with_facts(runtime_file, file_facts.pop(runtime_file.name, None),
+                                       sources[runtime_file.source].signed_by)
             if runtime_file.name in files:
                 raise RecipeError(f"{top.path}: {runtime_file.name} is listed by both "
                                   f"'{files[runtime_file.name].component}' and '{cname}'",
@@ -275,7 +334,8 @@ def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str
         components[cname] = Component(
             name=cname, files=tuple(names),
             requires=tuple(table.take_str_list("requires", [])),
-            description=table.take("description", str, ""))
+            description=table.take("description", str, ""),
+            default=table.take("default", bool, True))
         table.done()
     return components, files
 
@@ -296,6 +356,10 @@ def _check_consistency(recipe: Recipe) -> None:
         if facts.is_driver(runtime_file.name):
             raise RecipeError(f"{where}: {runtime_file.name} is a driver or system DLL and "
                               "is never bundled", "remove it from the components")
+        if runtime_file.signed_by and runtime_file.signed_by not in recipe.signers:
+            raise RecipeError(f"{where}: {runtime_file.name} must be signed by "
+                              f"{runtime_file.signed_by!r}, which [signers] does not list",
+                              f'add [signers."{runtime_file.signed_by}"] with its roots')
     shipped = [f.name for f in (*recipe.files.values(), *recipe.licences)]
     lowered = [name.lower() for name in shipped]  # Windows file names ignore case
     clashes = sorted({name for name in shipped if lowered.count(name.lower()) > 1})
@@ -305,6 +369,7 @@ def _check_consistency(recipe: Recipe) -> None:
                           'rename them apart: {source = "...", member = "...", as = "..."}')
     for item in (*recipe.files.values(), *recipe.licences):
         source = recipe.sources[item.source]
-        if source.contents and item.member not in source.contents:
+        if source.contents and item.member not in (*source.contents,
+                                                   *source.optional_contents):
             raise RecipeError(f"{where}: {item.member} is not in the contents of source "
                               f"'{source.id}'", "add it to contents or fix the member path")

@@ -7,6 +7,8 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
 from bundler.pack.builders import BUILDERS
 from bundler.pack.sources import SOURCE_CLASSES
 from bundler.recipe import SOURCE_KINDS
@@ -92,3 +94,43 @@ def test_the_project_documents_itself() -> None:
     outside = [str(p.relative_to(ROOT)) for p in texts
                if "DESIGN.md" in (text := p.read_text(encoding="utf-8")) or "../shared" in text]
     assert outside == []
+
+
+def _keys_asked(load: object) -> set[str]:
+    """Every key the loader looks for (optional ones included: Table.take is asked for
+    each, present or not) while `load()` runs."""
+    from bundler.support import toml_tables
+
+    asked: set[str] = set()
+    real_take = toml_tables.Table.take
+
+    def recording(self: toml_tables.Table, key: str, *args: object, **kwargs: object) -> object:
+        asked.add(key)
+        return real_take(self, key, *args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(toml_tables.Table, "take", recording)
+        load()  # type: ignore[operator]
+    return asked
+
+
+def test_every_spec_and_recipe_key_is_documented() -> None:
+    from bundler.pack.spec import load_spec
+    from bundler.recipe import load_recipe_file, shipped_recipes
+    from bundler.windows.compat import compat_facts
+
+    compat_facts()  # its own TOML is read once, here, not while recording
+
+    specs = sorted((ROOT / "examples").rglob("*.spec"))
+    specs = [s for s in specs if "[app]" in s.read_text(encoding="utf-8")]
+    spec_keys = _keys_asked(lambda: [load_spec(s) for s in specs])
+    recipe_keys = _keys_asked(lambda: [load_recipe_file(r.path) for r in shipped_recipes()])
+    spec_keys -= {"app", "runtime", "sources"} | {
+        sid for s in specs for sid in load_spec(s).sources}
+    recipe_keys -= {name for r in shipped_recipes()
+                    for name in (*r.sources, *r.components, *r.files, *r.signers)}
+    for keys, page in ((spec_keys, "spec-format.md"), (recipe_keys, "recipe-format.md")):
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        documented = ["`{k}`", "{k} = ", "[{k}.", "[{k}]"]   # a key, an example, a table
+        assert sorted(k for k in keys if not any(f.format(k=k) in text for f in documented)
+                      ) == [], page

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.packing import run_cli
+from tests.packing import bundler_cli, run_cli
 from tests.winenv import PROJECT_ROOT
 
 
@@ -56,3 +57,40 @@ def test_an_installed_copy_ships_its_recipes_and_data(tmp_path: Path) -> None:
     bundler_file = subprocess.run([sys.executable, "-c", "import bundler; print(bundler.__file__)"],
                                   cwd=tmp_path, env=env, capture_output=True, text=True)
     assert bundler_file.stdout.startswith(str(target))
+
+
+def test_recipes_help_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    help_text = bundler_cli("recipes", "--help", capture=True).stdout
+    assert "Without NAME: every shipped recipe" in help_text
+    assert "a shipped recipe's name" in help_text
+    assert "a bundle made by bundler pack" in bundler_cli("verify", "--help", capture=True).stdout
+    code, out, _ = run_cli(capsys, "recipes", "--json")
+    listed = json.loads(out)
+    assert code == 0 and [r["name"] for r in listed] == [
+        p.stem for p in sorted((PROJECT_ROOT / "recipes").glob("*.toml"))]
+    code, out, _ = run_cli(capsys, "recipes", "cudnn-8.0.3.33-cuda10.1-win-x64", "--json")
+    one = json.loads(out)
+    assert one["components"]["cnn_train"]["requires"] == ["ops_infer", "ops_train", "cnn_infer"]
+    assert one["min_driver"] == "418.96"
+
+
+@pytest.mark.parametrize("args", [["--debug", "recipes", "cudnn-0"],
+                                  ["recipes", "cudnn-0", "--debug"]])
+def test_debug_before_or_after_the_command_shows_the_traceback(args: list[str]) -> None:
+    result = bundler_cli(*args, capture=True)
+    assert result.returncode == 2
+    assert "Traceback" in result.stderr and "no shipped recipe is named" in result.stderr
+
+
+def test_without_debug_no_traceback() -> None:
+    result = bundler_cli("recipes", "cudnn-0", capture=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_doctor_off_windows_says_what_it_cannot_judge() -> None:
+    result = bundler_cli("doctor", capture=True)
+    assert result.returncode == 0, result.stderr
+    assert "this is not Windows: the folders above are this machine's PATH" in result.stdout
+    assert "healthy" not in result.stdout
+    assert result.stdout.rstrip().endswith("no problems found in what can be checked off "
+                                           "Windows.")

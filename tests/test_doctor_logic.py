@@ -29,6 +29,7 @@ from bundler.runtime.bootstrap import (
     runs_on,
 )
 from bundler.windows.compat import compat_facts, parse_compat, version_tuple
+from tests.winenv.paths import PROJECT_ROOT
 
 SYSTEM = {"system32": "/win/system32", "system16": "/win/System", "windows": "/win"}
 
@@ -54,7 +55,7 @@ def test_driver_table_covers_every_cuda_a_framework_names() -> None:
     """Else doctor could not name the driver to install."""
     compat = compat_facts()
     for entry in compat.frameworks:
-        assert compat.min_driver_for(entry.cuda), entry.name
+        assert compat.oldest_driver_for(entry.cuda), entry.name
 
 
 @pytest.mark.parametrize("file_version, driver", [
@@ -235,7 +236,7 @@ def test_the_manifest_carries_require_driver(require: bool) -> None:
     from bundler.pack.resolve import ResolvedRuntime
     from bundler.recipe import find_recipe
 
-    recipe = find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", Path.cwd())
+    recipe = find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", PROJECT_ROOT)
     manifest = build_manifest(recipe, ["core"], "cudnn", ResolvedRuntime([], []),
                               {"path": "_cudnn_bootstrap.py", "sha256": "0"}, require)
     data = json.loads(manifest.to_bytes())
@@ -259,7 +260,7 @@ def test_the_manifest_versions_are_the_recipes() -> None:
 
     for name, versions in (("cudnn-8.0.3.33-cuda10.1-win-x64", CU101),
                            ("cudnn-8.9.4.25-cuda11-win-x64", CU118)):
-        manifest = build_manifest(find_recipe(name, Path.cwd()), [], "cudnn",
+        manifest = build_manifest(find_recipe(name, PROJECT_ROOT), [], "cudnn",
                                   ResolvedRuntime([], []), BootstrapEntry(sha256="0", path="b"))
         plain = {k: v for k, v in asdict(manifest.versions).items() if v and k != "cudnn"}
         assert plain == versions
@@ -336,3 +337,23 @@ def test_the_cuda_a_library_name_pins(name: str, release: tuple[int, int] | None
     from bundler.windows.facts import windows_facts
 
     assert windows_facts().cuda_release_of(name) == release
+
+
+def test_a_copy_on_path_of_a_dll_torch_ships_itself_is_a_problem(tmp_path: Path) -> None:
+    from bundler.diagnose.doctor.host import own_runtime_dlls
+
+    lib = tmp_path / "torch" / "lib"
+    lib.mkdir(parents=True)
+    for name in ("cudnn64_9.dll", "torch_cpu.dll", "cudart64_12.dll"):
+        (lib / name).write_bytes(b"MZ")
+    torch = InstalledFramework("torch", "2.5.1+cu124", str(tmp_path))
+    own = own_runtime_dlls(torch)
+    assert own == ("cudart64_12.dll", "cudnn64_9.dll")
+    compat = compat_facts()
+    driver = DriverFacts(True, NVCUDA, "", 12040, "551.61", "nvidia-smi", "", ())
+    copy = _copy("cudnn64_9.dll", DECOY, "a" * 64)
+    report = judge_machine([DECOY], [copy], driver,
+                           [FrameworkReport(torch, None, own)], compat, 64)
+    found = [f for f in report.findings if "ships its own cudnn64_9.dll" in f.message]
+    assert found and found[0].level == PROBLEM
+    assert "WinError 127" in found[0].message and "/decoy/cudnn64_9.dll" in found[0].message

@@ -16,9 +16,10 @@ import pytest
 
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
-from tests.packing import SEED, make_workspace
+from tests.packing import SEED, make_workspace, own_copy
 from tests.winenv import to_windows_path
 from tests.winenv.build import build_dll, build_nvcuda, nvcuda_spec
+from tests.winenv.paths import PROJECT_ROOT
 
 SUBLIBS = ("cudnn_ops_infer64_8.dll", "cudnn_ops_train64_8.dll", "cudnn_cnn_infer64_8.dll",
            "cudnn_cnn_train64_8.dll", "cudnn_adv_infer64_8.dll", "cudnn_adv_train64_8.dll")
@@ -119,8 +120,8 @@ def test_doctor_reads_an_old_driver(win_python, old_driver: Path) -> None:
     assert facts["cuda_by_version"] == "10.0"
 
 
-def test_without_a_driver_the_app_warns_once_and_runs(win_python, bundles) -> None:
-    app = bundles["warn"]
+def test_without_a_driver_the_app_warns_once_and_runs(win_python, bundles, tmp_path) -> None:
+    app = own_copy(bundles["warn"], tmp_path)
     result = win_python.run([app / "main.py"], cwd=app)
     assert result.returncode == 0, result.stderr
     warnings = _lines_with(result.stderr, "cuDNN runtime warning:")
@@ -138,27 +139,28 @@ def test_without_a_driver_the_app_warns_once_and_runs(win_python, bundles) -> No
     assert all(d["loaded_from"].startswith(to_windows_path(app)) for d in report["dlls"])
 
 
-def test_require_driver_stops_the_app_with_the_message(win_python, bundles) -> None:
-    manifest = json.loads((bundles["require"] / "cudnn" / "manifest.json").read_text())
+def test_require_driver_stops_the_app_with_the_message(win_python, bundles, tmp_path) -> None:
+    app = own_copy(bundles["require"], tmp_path)
+    manifest = json.loads((app / "cudnn" / "manifest.json").read_text())
     assert manifest["require_driver"] is True
-    result = win_python.run([bundles["require"] / "main.py"], cwd=bundles["require"])
+    result = win_python.run([app / "main.py"], cwd=app)
     assert result.returncode != 0
     assert "app running" not in result.stdout
     assert "BundledRuntimeError: no NVIDIA driver found" in result.stderr
     assert "cuDNN runtime warning" not in result.stderr
 
 
-def test_an_old_driver_is_named_with_both_versions(win_python, bundles, old_driver) -> None:
-    result = win_python.run([bundles["warn"] / "main.py"], cwd=bundles["warn"],
-                            path_dirs=[old_driver])
+def test_an_old_driver_is_named_with_both_versions(win_python, bundles, old_driver,
+                                                   tmp_path) -> None:
+    warn, require = own_copy(bundles["warn"], tmp_path), own_copy(bundles["require"], tmp_path)
+    result = win_python.run([warn / "main.py"], cwd=warn, path_dirs=[old_driver])
     assert result.returncode == 0, result.stderr
     [warning] = _lines_with(result.stderr, "cuDNN runtime warning:")
     assert "supports CUDA 10.0 (cuDriverGetVersion 10000)" in warning
     assert "this app's CUDA 10.1 runtime needs an NVIDIA driver >= 418.96" in warning
     assert json.loads(result.stdout.splitlines()[1])["driver"]["driver_cuda"] == "10.0"
 
-    stopped = win_python.run([bundles["require"] / "main.py"], cwd=bundles["require"],
-                             path_dirs=[old_driver])
+    stopped = win_python.run([require / "main.py"], cwd=require, path_dirs=[old_driver])
     assert stopped.returncode != 0
     assert "supports CUDA 10.0 (cuDriverGetVersion 10000), but this app's CUDA 10.1 " \
         "runtime needs an NVIDIA driver >= 418.96" in stopped.stderr
@@ -284,7 +286,7 @@ def cuda118_bundle(bundles, tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(bundles["warn"], app)
     path = app / "cudnn" / "manifest.json"
     manifest = json.loads(path.read_text())
-    recipe = find_recipe(RECIPES["cu118"], Path.cwd())
+    recipe = find_recipe(RECIPES["cu118"], PROJECT_ROOT)
     manifest["versions"].update(cuda=recipe.cuda, min_driver=recipe.min_driver,
                                 min_driver_compat=recipe.min_driver_compat)
     path.write_text(json.dumps(manifest))
@@ -306,7 +308,7 @@ def test_the_driver_check_uses_the_recipes_minimum(
     folder = build_dll(nvcuda_spec(cuda, version=file_version), tmp_path).parent
     args: list = [cuda118_bundle]
     for key, name in RECIPES.items():
-        recipe = find_recipe(name, Path.cwd())
+        recipe = find_recipe(name, PROJECT_ROOT)
         args += [key, json.dumps({"cuda": recipe.cuda, "min_driver": recipe.min_driver,
                                   "min_driver_compat": recipe.min_driver_compat})]
     result = win_python.run_code(CHECK_DRIVERS, args, path_dirs=[folder])

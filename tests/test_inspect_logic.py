@@ -11,13 +11,14 @@ import pytest
 from bundler.diagnose.inspection import classify, inspect_path, match_recipes, runtime_loads
 from bundler.errors import BundlerError
 from bundler.recipe import find_recipe
+from tests.winenv.paths import PROJECT_ROOT
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
 
 
 @pytest.fixture(scope="module")
 def recipes():
-    return (find_recipe(SEED, Path.cwd()),)
+    return (find_recipe(SEED, PROJECT_ROOT),)
 
 
 @pytest.mark.parametrize("name, status, note", [

@@ -13,6 +13,7 @@ from bundler.pack.lock import Lock, check_lock
 from bundler.pack.resolve import load_order
 from bundler.recipe import find_recipe
 from bundler.windows.pe_file import PEInfo
+from tests.winenv.paths import PROJECT_ROOT
 
 
 def test_lock_names_what_changed(tmp_path: Path) -> None:
@@ -65,7 +66,7 @@ def dll(*imports: str) -> PEInfo:
 
 
 def test_load_order_follows_imports_and_component_requirements() -> None:
-    recipe = find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", Path.cwd())
+    recipe = find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", PROJECT_ROOT)
     components = recipe.select(["cnn_infer"])
     infos = {  # cuBLAS imports cuBLASLt; the shim imports only KERNEL32
         "cudart64_101.dll": dll(), "cublasLt64_10.dll": dll("cudart64_101.dll"),

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from bundler.cli import main
 from bundler.manifest import (
     MANIFEST_FORMAT,
+    SIGNATURE_STATES,
     BootstrapEntry,
     DamagedManifest,
     FileEntry,
@@ -61,6 +62,7 @@ def test_written_manifest_reads_back_equal(tmp_path: Path) -> None:
     # Optional fields left empty are not written: the format stays what it was.
     assert "min_driver_compat" not in _data()["versions"]
     assert set(_data()["bootstrap"]) == {"path", "sha256"}
+    assert "signature" not in _data()["files"][0] and "signer" not in _data()["files"][0]
 
 
 def _set(data: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
@@ -91,6 +93,8 @@ DAMAGES = [
     ("load_order.0", "cudnn/missing.dll"), ("load_order.0", 7), ("bootstrap", None),
     ("bootstrap", {"sha256": "x"}), ("bootstrap.path", "/abs.py"), ("require_driver", "yes"),
     ("runtime_dir", "../cudnn"), ("format", "1"), ("format", 0), ("format", KeyError),
+    ("files.0.signature", "trusted"), ("files.0.signature", 1), ("files.0.signer", 3),
+    ("files.0.signed_at", None),
 ]
 
 
@@ -127,12 +131,13 @@ def test_a_newer_format_is_refused_not_misread(tmp_path: Path,
     assert "upgrade bundler" in capsys.readouterr().err
 
 
-def test_the_bootstrap_refuses_a_newer_format(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [MANIFEST_FORMAT + 1, 0, -1, True, "1", None])
+def test_the_bootstrap_refuses_a_format_it_does_not_read(tmp_path: Path, version: Any) -> None:
     data = _data()
-    data["format"] = bootstrap.MANIFEST_FORMAT + 1
+    data["format"] = version
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(bootstrap.BundledRuntimeError, match="has format 2"):
+    with pytest.raises(bootstrap.BundledRuntimeError, match=f"has format {version!r}"):
         bootstrap.read_manifest(str(path))
 
 
@@ -145,7 +150,9 @@ _text = st.text(max_size=20)
 _entries = st.lists(st.builds(
     FileEntry, path=_names.map(lambda n: f"rt/{n}.dll"), name=_names, size=st.integers(0, 2**40),
     sha256=_text, component=_names, source=_names, machine=st.sampled_from(["AMD64", ""]),
-    version=_text), max_size=6, unique_by=lambda e: e.path)
+    version=_text, signature=st.sampled_from(SIGNATURE_STATES), signer=_text,
+    signed_at=st.sampled_from(["", "2023-08-05T20:21:43Z"]), signature_root=_text),
+    max_size=6, unique_by=lambda e: e.path)
 
 
 @st.composite

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -15,17 +15,18 @@ import pytest
 from bundler.errors import SourceError
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
-from tests.packing import Workspace, make_workspace, run_cli, snapshot
-from tests.winenv import WindowsPython, require_wine
+from tests.packing import (
+    Workspace,
+    bundler_cli,
+    make_workspace,
+    own_copy,
+    run_cli,
+    snapshot,
+)
+from tests.winenv import WindowsPython
 from tests.winenv.build import build_runtime, make_nvidia_zip, make_toolkit
+from tests.winenv.paths import RECIPES
 from tests.winenv.winpython import to_windows_path
-
-
-@pytest.fixture(scope="module")
-def app_python() -> WindowsPython:
-    """The embeddable CPython as shipped: the script's folder is NOT on sys.path."""
-    require_wine()
-    return WindowsPython.setup(script_dir_on_path=False)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def packed(tmp_path_factory: pytest.TempPathFactory, standin_zip: Path, standin_
            standin_framework: Path) -> Workspace:
     workspace = make_workspace(tmp_path_factory.mktemp("ws"), standin_framework,
                                {"cudnn": standin_zip, "cuda": standin_toolkit})
-    assert subprocess.run(["bundler", "pack", str(workspace.spec)]).returncode == 0
+    assert bundler_cli("pack", workspace.spec).returncode == 0
     return workspace
 
 
@@ -71,36 +72,38 @@ def test_bundle_layout_and_manifest(packed: Workspace) -> None:
 
 def test_pack_is_deterministic(packed: Workspace, tmp_path: Path) -> None:
     again = tmp_path / "again"
-    assert subprocess.run(["bundler", "pack", str(packed.spec), "--out", str(again)]
-                          ).returncode == 0
+    assert bundler_cli("pack", packed.spec, "--out", again).returncode == 0
     assert snapshot(again) == snapshot(packed.dist)
 
 
 def test_bundled_app_loads_its_own_cudnn_despite_a_decoy_on_path(
-        packed: Workspace, app_python: WindowsPython, decoy_cudnn_dir: Path) -> None:
+        packed: Workspace, app_python: WindowsPython, decoy_cudnn_dir: Path,
+        tmp_path: Path) -> None:
     # Unbundled, the framework's bare-name load finds the decoy on PATH ...
     unbundled = run_app(app_python, packed.root / "app" / "main.py", decoy_cudnn_dir)[0]
     assert unbundled["version"] == 7605
     assert unbundled["path"].lower().startswith(to_windows_path(decoy_cudnn_dir).lower())
     # ... packed, it gets the bundled copy, and PATH is what it was.
-    bundled = run_app(app_python, packed.dist / "main.py", decoy_cudnn_dir)[0]
+    dist = own_copy(packed.dist, tmp_path)
+    bundled = run_app(app_python, dist / "main.py", decoy_cudnn_dir)[0]
     assert bundled["version"] == 8003
-    expected = to_windows_path(packed.dist / "cudnn" / "cudnn64_8.dll")
+    expected = to_windows_path(dist / "cudnn" / "cudnn64_8.dll")
     assert bundled["path"].lower() == expected.lower()
     assert bundled["PATH"] == unbundled["PATH"]
     assert to_windows_path(decoy_cudnn_dir).lower() in bundled["PATH"].lower()
 
 
-def test_report_names_versions_and_load_paths(packed: Workspace,
-                                              app_python: WindowsPython) -> None:
-    result = app_python.run([packed.dist / "_cudnn_bootstrap.py"], timeout=120)
+def test_report_names_versions_and_load_paths(packed: Workspace, app_python: WindowsPython,
+                                              tmp_path: Path) -> None:
+    dist = own_copy(packed.dist, tmp_path)
+    result = app_python.run([dist / "_cudnn_bootstrap.py"], timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["versions"]["cudnn"] == "8.0.3.33"
     loaded = {Path(d["file"]).name: d for d in report["dlls"]}
     assert loaded["cudnn64_8.dll"]["version"] == "8.0.3.33"
     assert loaded["cudnn64_8.dll"]["loaded_from"].lower() == to_windows_path(
-        packed.dist / "cudnn" / "cudnn64_8.dll").lower()
+        dist / "cudnn" / "cudnn64_8.dll").lower()
     assert len(loaded) == 10
 
 
@@ -109,7 +112,7 @@ def test_two_apps_with_different_runtimes_run_at_once(
         decoy_cudnn_dir: Path, tmp_path: Path) -> None:
     other_dlls = build_runtime(tmp_path / "dlls-8.0.5", cudnn_version=(8, 0, 5, 39)).dir
     recipe = tmp_path / "cudnn-8.0.5.39-cuda10.1-test.toml"
-    recipe.write_text(Path("recipes/cudnn-8.0.3.33-cuda10.1-win-x64.toml").read_text()
+    recipe.write_text((RECIPES / "cudnn-8.0.3.33-cuda10.1-win-x64.toml").read_text()
                       .replace("8.0.3.33", "8.0.5.39"))
     other = make_workspace(
         tmp_path / "other", standin_framework,
@@ -117,19 +120,16 @@ def test_two_apps_with_different_runtimes_run_at_once(
                                   cudnn_version=(8, 0, 5, 39)),
          "cuda": make_toolkit(other_dlls, tmp_path / "cuda-other")},
         recipe=recipe.as_posix())
-    assert subprocess.run(["bundler", "pack", str(other.spec)]).returncode == 0
+    assert bundler_cli("pack", other.spec).returncode == 0
 
     flags = [tmp_path / "first.loaded", tmp_path / "second.loaded"]
-    env = app_python.environ([decoy_cudnn_dir])
-    procs = [subprocess.Popen(
-        ["wine", str(app_python.python_exe), to_windows_path(dist / "main.py"),
-         to_windows_path(mine), to_windows_path(theirs)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-        for dist, mine, theirs in ((packed.dist, flags[0], flags[1]),
-                                   (other.dist, flags[1], flags[0]))]
-    outputs = [proc.communicate(timeout=120) for proc in procs]
-    results = [[json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
-               for out, _ in outputs]
+    dist = own_copy(packed.dist, tmp_path)
+    runs = ((dist, flags[0], flags[1]), (other.dist, flags[1], flags[0]))
+    with ThreadPoolExecutor(max_workers=2) as pool:  # both at once, through the harness
+        outputs = list(pool.map(lambda run: app_python.run(
+            [run[0] / "main.py", run[1], run[2]], path_dirs=[decoy_cudnn_dir]), runs))
+    results = [[json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+               for out in outputs]
     assert [r[0]["version"] for r in results] == [8003, 8005], outputs
     assert all(r[1]["other_seen"] for r in results)  # both were running together
     assert results[1][0]["path"].lower().startswith(to_windows_path(other.dist).lower())
@@ -267,8 +267,37 @@ def test_an_entry_in_a_subfolder_finds_the_bootstrap(
     spec = root / "app.spec"
     spec.write_text(packed.spec.read_text().replace('entry = "main.py"',
                                                     'entry = "src\\\\main.py"'))
-    assert subprocess.run(["bundler", "pack", str(spec)]).returncode == 0
+    assert bundler_cli("pack", spec).returncode == 0
     result = run_app(app_python, root / "dist" / "app" / "src" / "main.py", decoy_cudnn_dir)[0]
     assert result["version"] == 8003
     assert result["path"].lower() == to_windows_path(
         root / "dist" / "app" / "cudnn" / "cudnn64_8.dll").lower()
+
+
+def test_bundles_linked_to_the_store_load_verify_and_pass_doctor(
+        app_python: WindowsPython, win_python: WindowsPython, tmp_path: Path,
+        standin_zip: Path, standin_toolkit: Path, standin_framework: Path,
+        decoy_cudnn_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two apps share one runtime through the store: their DLLs are one file on disk,
+    and Windows loads them as any other; --copy gives an app its own files again."""
+    sources = {"cudnn": standin_zip, "cuda": standin_toolkit}
+    first, second = (make_workspace(tmp_path / name, standin_framework, sources)
+                     for name in ("first", "second"))
+    pack(load_spec(first.spec))
+    result = pack(load_spec(second.spec))
+    assert result.origin.files == {"store": len(result.manifest.files)}
+    dlls = sorted(p.name for p in (second.dist / "cudnn").glob("*.dll"))
+    assert all((first.dist / "cudnn" / n).samefile(second.dist / "cudnn" / n) for n in dlls)
+    bundled = run_app(app_python, second.dist / "main.py", decoy_cudnn_dir)[0]
+    assert bundled["version"] == 8003
+    assert bundled["path"].lower() == to_windows_path(
+        second.dist / "cudnn" / "cudnn64_8.dll").lower()
+    assert run_cli(capsys, "verify", second.dist)[0] == 0
+    doctor = json.loads(win_python.run(["-m", "bundler", "doctor", second.dist, "--json"]
+                                       ).stdout)
+    assert [f for f in doctor["findings"] if f["about"] == "bundle"
+            and f["level"] == "problem"] == []
+    assert doctor["verify"]["ok"] is True
+    pack(load_spec(first.spec), copy=True)
+    assert all((first.dist / "cudnn" / n).stat().st_nlink == 1 for n in dlls)
+    assert run_app(app_python, first.dist / "main.py", decoy_cudnn_dir)[0]["version"] == 8003

@@ -19,7 +19,7 @@ import hashlib
 import json
 import shutil
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -116,7 +116,7 @@ def project(tmp_path_factory: pytest.TempPathFactory, standin_zip: Path,
                       ("own", 'pyinstaller_spec = "ocr.spec"')):
         (root / f"{name}.spec").write_text(
             f'[app]\nname = "frozen-{name}"\nbuilder = "pyinstaller"\n{key}\n\n'
-            f'[runtime]\nrecipe = "{SEED}"\n\n{sources}')
+            f'[runtime]\nrecipe = "{SEED}"\nallow_unsigned = ["cudnn*.dll"]\n\n{sources}')
     return Project(root, (standin_framework.parent, decoy_cudnn_dir, standin_toolkit / "bin"),
                    standin_toolkit)
 
@@ -233,19 +233,24 @@ def test_frozen_app_with_a_deleted_dll_names_it(script_app: Frozen, win_python: 
 
 
 def test_failed_build_reports_pyinstaller_and_keeps_the_previous_bundle(
-        own_spec_app: Frozen, win_python: WindowsPython, project: Project) -> None:
-    (project.root / "broken-pyi.spec").write_text("a = Analysis(['src/no_such_script.py'])\n")
-    (project.root / "broken.spec").write_text(
+        own_spec_app: Frozen, win_python: WindowsPython, project: Project,
+        tmp_path: Path) -> None:
+    # Its own copy of the project: the failed build writes build/bundler-frozen-own/,
+    # whose pyinstaller.log another test reads.
+    mine = replace(project, root=tmp_path / "project")
+    shutil.copytree(project.root, mine.root, ignore=shutil.ignore_patterns("build"))
+    dist = mine.root / own_spec_app.dist.relative_to(project.root)
+    (mine.root / "broken-pyi.spec").write_text("a = Analysis(['src/no_such_script.py'])\n")
+    (mine.root / "broken.spec").write_text(
         own_spec_app.spec.read_text().replace('"ocr.spec"', '"broken-pyi.spec"'))
-    before = snapshot(own_spec_app.dist)
-    result = pack_under_wine(win_python, project, "broken.spec", "--out",
-                             to_windows_path(own_spec_app.dist))
+    before = snapshot(dist)
+    result = pack_under_wine(win_python, mine, "broken.spec", "--out", to_windows_path(dist))
     assert result.returncode == 2
     assert "bundler: error:" in result.stderr and "PyInstaller failed" in result.stderr
     assert "no_such_script.py' not found" in result.stderr  # PyInstaller's own words
     assert "pyinstaller.log" in result.stderr
-    assert snapshot(own_spec_app.dist) == before
-    assert not list(own_spec_app.dist.parent.glob(".*staging*"))
+    assert snapshot(dist) == before
+    assert not list(dist.parent.glob(".*staging*"))
 
 
 def test_example_packs_and_runs(win_python: WindowsPython, tmp_path: Path) -> None:

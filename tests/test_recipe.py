@@ -11,12 +11,13 @@ from bundler.errors import RecipeError
 from bundler.recipe import find_recipe, load_recipe_file, shipped_recipes
 from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
+from tests.winenv.paths import PROJECT_ROOT
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
 
 
 def test_seed_recipe_facts() -> None:
-    recipe = find_recipe(SEED, Path.cwd())
+    recipe = find_recipe(SEED, PROJECT_ROOT)
     assert (recipe.cudnn, recipe.cuda, recipe.min_driver) == ("8.0.3.33", "10.1", "418.96")
     zip_source = recipe.sources["cudnn"]
     assert len(zip_source.contents) == 31
@@ -39,16 +40,16 @@ def test_seed_recipe_facts() -> None:
                      "cudart"}),
 ])
 def test_component_requirements_come_along(wanted: list[str], expected: set[str]) -> None:
-    recipe = find_recipe(SEED, Path.cwd())
+    recipe = find_recipe(SEED, PROJECT_ROOT)
     assert {c.name for c in recipe.select(wanted)} == expected
 
 
 def test_unknown_component_and_recipe_are_errors() -> None:
-    recipe = find_recipe(SEED, Path.cwd())
+    recipe = find_recipe(SEED, PROJECT_ROOT)
     with pytest.raises(RecipeError, match="no component 'cnn'"):
         recipe.select(["cnn"])
     with pytest.raises(RecipeError, match="no shipped recipe"):
-        find_recipe("cudnn-7", Path.cwd())
+        find_recipe("cudnn-7", PROJECT_ROOT)
 
 
 def test_every_shipped_recipe_loads() -> None:
@@ -59,7 +60,7 @@ def test_every_shipped_recipe_loads() -> None:
 
 
 def test_headers_may_not_ship(tmp_path: Path) -> None:
-    text = (find_recipe(SEED, Path.cwd()).path.read_text()
+    text = (find_recipe(SEED, PROJECT_ROOT).path.read_text()
             .replace('files = ["cudnn:bin/cudnn64_8.dll"]',
                      'files = ["cudnn:bin/cudnn64_8.dll", "cudnn:include/cudnn.h"]'))
     path = tmp_path / "bad.toml"
@@ -71,7 +72,7 @@ def test_headers_may_not_ship(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["../../x.txt", "sub/x.txt", "..\\x.txt", "C:x.txt",
                                   "C:\\Windows\\x.txt", "/tmp/x.txt", ".."])
 def test_a_renamed_file_must_be_a_bare_file_name(tmp_path: Path, name: str) -> None:
-    recipe = find_recipe("cudnn-8.9.4.25-cuda11-win-x64", Path.cwd())
+    recipe = find_recipe("cudnn-8.9.4.25-cuda11-win-x64", PROJECT_ROOT)
     text = recipe.path.read_text().replace('as = "NVIDIA_cuBLAS_LICENSE.txt"',
                                            f"as = {json.dumps(name)}")
     path = tmp_path / "bad.toml"
@@ -81,7 +82,7 @@ def test_a_renamed_file_must_be_a_bare_file_name(tmp_path: Path, name: str) -> N
 
 
 def _with_versions(tmp_path: Path, cuda: str, extra: str) -> Path:
-    text = find_recipe(SEED, Path.cwd()).path.read_text().replace(
+    text = find_recipe(SEED, PROJECT_ROOT).path.read_text().replace(
         'cuda = "10.1"', f'cuda = "{cuda}"\n{extra}')
     path = tmp_path / "recipe.toml"
     path.write_text(text)
@@ -111,7 +112,7 @@ def test_a_cuda_release_the_table_lacks_needs_its_minimum(tmp_path: Path) -> Non
 
 
 def test_driver_dlls_are_never_in_a_recipe(tmp_path: Path) -> None:
-    text = find_recipe(SEED, Path.cwd()).path.read_text().replace(
+    text = find_recipe(SEED, PROJECT_ROOT).path.read_text().replace(
         'files = ["cudnn:bin/cudnn64_8.dll"]',
         'files = ["cudnn:bin/cudnn64_8.dll", "cudnn:bin/nvcuda.dll"]')
     path = tmp_path / "bad.toml"

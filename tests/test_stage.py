@@ -8,9 +8,7 @@ under Python's buffer), as /proc/self/io would count them, but for this one file
 
 from __future__ import annotations
 
-import builtins
 import hashlib
-import io
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -23,65 +21,7 @@ from bundler.pack.sources import ArchiveSource
 from bundler.pack.spec import load_spec
 from bundler.pack.stage import stage_files
 from bundler.recipe import RuntimeFile, SourceSpec
-from tests.packing import make_workspace
-
-
-class _CountingFile(io.FileIO):
-    """The raw file: records (offset, length) of every read that reaches the OS."""
-
-    def __init__(self, path: Path, reads: list[tuple[int, int]]) -> None:
-        super().__init__(path, "rb")
-        self._reads = reads
-
-    def readinto(self, buffer: Any) -> int | None:
-        at = self.tell()
-        count = super().readinto(buffer)
-        self._reads.append((at, count or 0))
-        return count
-
-    def read(self, size: int = -1) -> bytes | None:
-        at = self.tell()
-        data = super().read(size)
-        self._reads.append((at, len(data or b"")))
-        return data
-
-    def readall(self) -> bytes:
-        at = self.tell()
-        data = super().readall()
-        self._reads.append((at, len(data)))
-        return data
-
-
-@pytest.fixture
-def zip_reads(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Count the reads of one file, however bundler opens it."""
-    watched: dict[str, Any] = {}
-    real_open = builtins.open
-
-    def counting_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        if mode == "rb" and isinstance(file, (str, Path)) and Path(file) == watched["path"]:
-            return io.BufferedReader(_CountingFile(Path(file), watched["reads"]))
-        return real_open(file, mode, *args, **kwargs)
-
-    def watch(path: Path) -> list[tuple[int, int]]:
-        watched.update(path=path, reads=[])
-        monkeypatch.setattr(builtins, "open", counting_open)
-        return watched["reads"]
-
-    return watch
-
-
-def _times_read(reads: list[tuple[int, int]], size: int) -> list[int]:
-    times = [0] * size
-    for offset, length in reads:
-        for at in range(offset, min(offset + length, size)):
-            times[at] += 1
-    return times
-
-
-def _central_directory_offset(path: Path) -> int:
-    with zipfile.ZipFile(path) as archive:
-        return archive.start_dir
+from tests.packing import central_directory_offset, make_workspace, times_read
 
 
 def test_a_subset_pack_reads_each_member_byte_once(
@@ -96,8 +36,8 @@ def test_a_subset_pack_reads_each_member_byte_once(
     result = pack(load_spec(workspace.spec))
     shipped = {Path(entry.path).name for entry in result.manifest.files}
     assert "cudnn_cnn_infer64_8.dll" in shipped and "cudnn_cnn_train64_8.dll" not in shipped
-    times = _times_read(reads, source.stat().st_size)
-    members_end = _central_directory_offset(source)
+    times = times_read(reads, source.stat().st_size)
+    members_end = central_directory_offset(source)
     # The members: every byte read (the lock's sha256 covers them), none twice. (The
     # small central directory at the end is read to list them, and again for the hash.)
     assert all(t == 1 for t in times[:members_end]), (

@@ -17,6 +17,7 @@ from bundler.pack.sources.fetch import cached, offline_error
 from bundler.recipe import SourceSpec, find_recipe, load_recipe_file, shipped_recipes
 from bundler.support.hashing import PiggybackDigest
 from tests import wheelkit
+from tests.winenv.paths import PROJECT_ROOT
 
 CU11 = "cudnn-8.9.4.25-cuda11-win-x64"
 CU12 = "cudnn-9.28.0.42-cuda12-win-x64"
@@ -118,7 +119,7 @@ def test_piggyback_digest_equals_a_full_hash_in_any_read_order(tmp_path: Path) -
 
 
 def test_wheel_recipes_name_their_parts() -> None:
-    cu11 = find_recipe(CU11, Path.cwd())
+    cu11 = find_recipe(CU11, PROJECT_ROOT)
     assert (cu11.cudnn, cu11.cuda, cu11.min_driver, cu11.min_driver_compat) == (
         "8.9.4.25", "11.8", "520.06", "452.39")
     shipped = {f.name for f in cu11.files_for(cu11.select(["cnn_infer"]))}
@@ -127,7 +128,7 @@ def test_wheel_recipes_name_their_parts() -> None:
                        "NVIDIA_cuDNN_LICENSE.txt", "NVIDIA_cuBLAS_LICENSE.txt",
                        "NVIDIA_CUDA_runtime_LICENSE.txt"}
     assert "nvblas64_11.dll" not in {f.name for f in cu11.files.values()}
-    cu12 = find_recipe(CU12, Path.cwd())
+    cu12 = find_recipe(CU12, PROJECT_ROOT)
     assert {f.name for f in cu12.files.values() if f.source == "cudnn"} == {
         "cudnn64_9.dll", "cudnn_graph64_9.dll", "cudnn_engines_precompiled64_9.dll",
         "cudnn_engines_runtime_compiled64_9.dll", "cudnn_engines_tensor_ir64_9.dll",
@@ -147,7 +148,7 @@ def test_every_run_time_load_is_a_file_of_its_recipe() -> None:
 
 
 def test_licences_of_alike_name_must_be_renamed_apart(tmp_path: Path) -> None:
-    text = find_recipe(CU11, Path.cwd()).path.read_text().replace(
+    text = find_recipe(CU11, PROJECT_ROOT).path.read_text().replace(
         ', as = "NVIDIA_cuBLAS_LICENSE.txt"', ', as = "NVIDIA_cuDNN_LICENSE.txt"')
     path = tmp_path / "bad.toml"
     path.write_text(text)
@@ -156,7 +157,7 @@ def test_licences_of_alike_name_must_be_renamed_apart(tmp_path: Path) -> None:
 
 
 def test_wheel_source_must_name_package_and_version(tmp_path: Path) -> None:
-    text = find_recipe(CU11, Path.cwd()).path.read_text()
+    text = find_recipe(CU11, PROJECT_ROOT).path.read_text()
     path = tmp_path / "bad.toml"
     path.write_text(text.replace('platform_tag = "win_amd64"\n', ""))
     unstated = load_recipe_file(path)  # the tag follows the recipe's platform
@@ -167,7 +168,7 @@ def test_wheel_source_must_name_package_and_version(tmp_path: Path) -> None:
 
 
 def test_cache_is_keyed_by_the_pin(tmp_path: Path) -> None:
-    spec = find_recipe(CU11, Path.cwd()).sources["cudart"]
+    spec = find_recipe(CU11, PROJECT_ROOT).sources["cudart"]
     assert cached(spec, tmp_path) is None
     (tmp_path / spec.sha256).mkdir()
     (tmp_path / spec.sha256 / spec.file_name).write_bytes(b"")
@@ -192,7 +193,7 @@ def test_offline_names_every_missing_wheel_and_how_to_get_it(
 
 
 def test_offline_error_for_one_wheel_reads_well() -> None:
-    spec = find_recipe(CU11, Path.cwd()).sources["cudart"]
+    spec = find_recipe(CU11, PROJECT_ROOT).sources["cudart"]
     error = offline_error([spec], Path("/cache"))
     assert error.message.startswith("--offline: source(s) cudart (nvidia-cuda-runtime-cu11")
     assert "nvidia-cuda-runtime-cu11==11.8.89 -d wheels" in error.hint

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import hashlib
 import io
 import json
 import shutil
@@ -23,6 +24,7 @@ import pytest
 
 from bundler.cli import main
 from bundler.recipe import find_recipe
+from tests.winenv.paths import PROJECT_ROOT
 from tests.winenv.wheels import wheel_cache
 
 CU11 = "cudnn-8.9.4.25-cuda11-win-x64"
@@ -79,7 +81,7 @@ def test_real_cudart_wheel_is_packed_from_the_cache_with_record_checked(
     assert set(summary["component_sizes"]) == {"cudart", "licence"}
     assert summary["total_size"] == sum(summary["component_sizes"].values())
     lock = json.loads(spec.with_name("app.spec.lock").read_text())
-    pin = find_recipe(CU11, Path.cwd()).sources["cudart"].sha256
+    pin = find_recipe(CU11, PROJECT_ROOT).sources["cudart"].sha256
     assert lock["sources"]["cudart"] == {"kind": "wheel", "sha256": pin}
 
 
@@ -143,7 +145,7 @@ def test_wheel_differing_from_the_pin_is_refused(tmp_path: Path, use_cache: Path
     spec = write_spec(tmp_path)
     assert pack_cli(spec, "--source", f"cudart={repacked}") == 2
     err = capsys.readouterr().err
-    pin = find_recipe(CU11, Path.cwd()).sources["cudart"].sha256
+    pin = find_recipe(CU11, PROJECT_ROOT).sources["cudart"].sha256
     assert f"{repacked}: sha256 " in err and f"differs from the recipe's pin {pin}" in err
     assert not (tmp_path / "dist" / "cudart-app").exists()
 
@@ -164,7 +166,7 @@ def test_missing_wheel_is_fetched_with_pip_into_the_pinned_cache(
     shutil.copyfile(cudart_wheel, local_index / cudart_wheel.name)
     spec = write_spec(tmp_path)
     assert pack_cli(spec) == 0
-    pin = find_recipe(CU11, Path.cwd()).sources["cudart"].sha256
+    pin = find_recipe(CU11, PROJECT_ROOT).sources["cudart"].sha256
     assert (tmp_path / "cache" / pin / cudart_wheel.name).read_bytes() == \
         cudart_wheel.read_bytes()
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [pin]  # no leftovers
@@ -183,3 +185,33 @@ def test_fetched_wheel_differing_from_the_pin_is_refused_and_not_cached(
     assert "it was not kept" in err
     assert list((tmp_path / "cache").iterdir()) == []
     assert not (tmp_path / "dist" / "cudart-app").exists()
+
+
+def test_a_forged_store_record_is_checked_against_the_wheels_record(
+        tmp_path: Path, use_cache: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The store maps a wheel's fingerprint to its members' sha256; a record someone
+    rewrote to name other bytes disagrees with the wheel's own RECORD, so a second app
+    reads the wheel instead of shipping the stored bytes."""
+    store = tmp_path / "store"
+    monkeypatch.setenv("BUNDLER_STORE", str(store))
+    first = tmp_path / "first"
+    first.mkdir()
+    assert pack_cli(write_spec(first), "--offline") == 0
+    capsys.readouterr()
+    evil = b"MZ not NVIDIA's cudart"
+    sha = hashlib.sha256(evil).hexdigest()
+    (store / "objects" / sha[:2]).mkdir(parents=True, exist_ok=True)
+    (store / "objects" / sha[:2] / sha).write_bytes(evil)
+    for record in (store / "sources").iterdir():
+        data = json.loads(record.read_text())
+        if CUDART_MEMBER in data["members"]:
+            data["members"][CUDART_MEMBER] = sha
+            record.write_text(json.dumps(data))
+    second = tmp_path / "second"
+    second.mkdir()
+    assert pack_cli(write_spec(second), "--offline", "--json") == 0
+    summary = json.loads(capsys.readouterr().out)
+    dll = next(f for f in summary["files"] if f["name"] == "cudart64_110.dll")
+    assert dll["sha256"] == record_sha256(use_cache, CUDART_MEMBER)
+    assert summary["runtime_origin"]["files"] == {"read": len(summary["files"])}

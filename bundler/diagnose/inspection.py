@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import BundlerError, CheckError
-from bundler.recipe import SOURCE_KINDS, Recipe, shipped_recipes
+from bundler.recipe import SOURCE_KINDS, Recipe, required_trust, shipped_recipes
 from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
 from bundler.support.text_tables import format_table, human_size
 from bundler.support.wheel_names import normalize, wheel_name
 from bundler.support.zip_reader import Member, Tap, ZipArchive
-from bundler.windows.imports import resolve_import
+from bundler.windows.authenticode import SignatureCheck, any_shipped_signer, check_signature
+from bundler.windows.imports import is_runtime_dll, resolve_import
 from bundler.windows.pe_file import is_pe, read_pe
 
 
@@ -52,6 +53,11 @@ class DllFacts:
     dependencies: tuple[Dependency, ...]
     exports: tuple[str, ...]
     error: str = ""   # why the facts are missing: not a valid DLL
+    # For a DLL that imports CUDA/cuDNN DLLs (a framework's): per shipped recipe, the
+    # components a bundle needs for it, or the DLLs that recipe lacks.
+    bundle_needs: tuple[tuple[str, str], ...] = ()
+    signature: SignatureCheck | None = None
+    signature_required: str = ""   # the signer a shipped recipe asks for this name
 
 
 @dataclass(frozen=True)
@@ -111,10 +117,42 @@ def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
     for loaded, recipe in runtime_loads(name, info.file_version, recipes):
         status, _ = classify(loaded, beside, recipes)
         dependencies.append(Dependency(loaded, "runtime", status, f"named by recipe {recipe}"))
+    required, signature = judge_signature(path, name, recipes)
     return DllFacts(name=name, path=shown_path or str(path), member=member, size=size,
                     sha256=digest, machine=info.machine, bits=info.bits,
                     file_version=info.file_version, product_version=info.product_version,
-                    dependencies=tuple(dependencies), exports=info.exports)
+                    dependencies=tuple(dependencies), exports=info.exports,
+                    bundle_needs=bundle_needs(name, info.all_imports, recipes),
+                    signature=signature, signature_required=required)
+
+
+def bundle_needs(name: str, imports: tuple[str, ...], recipes: tuple[Recipe, ...]
+                 ) -> tuple[tuple[str, str], ...]:
+    """What a bundle must hold for a DLL importing CUDA/cuDNN DLLs, per recipe: the
+    components (with what they require) the pack's app scan would select, or what the
+    recipe lacks. Empty for the runtime's own DLLs (a recipe ships them)."""
+    wanted = [i for i in imports if is_runtime_dll(i)]
+    if not wanted or any(r.supplier_of(name) for r in recipes):
+        return ()
+    rows = []
+    for recipe in recipes:
+        lacking = [i for i in wanted if recipe.supplier_of(i) is None]
+        if lacking:
+            rows.append((recipe.name, f"lacks {', '.join(lacking)}"))
+            continue
+        components = recipe.select(sorted({recipe.supplier_of(i).component  # type: ignore[union-attr]
+                                           for i in wanted}))
+        rows.append((recipe.name, ", ".join(c.name for c in components)))
+    return tuple(rows)
+
+
+def judge_signature(path: Path, name: str, recipes: tuple[Recipe, ...]
+                    ) -> tuple[str, SignatureCheck]:
+    """(the signer a recipe asks for `name`, or ""; the file's signature judged against
+    that signer, or against any signer reaching a root bundler carries)."""
+    trust = required_trust(name, recipes)
+    return (trust.signer if trust else "",
+            check_signature(path, trust or any_shipped_signer()))
 
 
 def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> InspectReport:
@@ -249,6 +287,15 @@ def _headline(report: InspectReport) -> str:
             f"sha256 {report.sha256}")
 
 
+def _signature_text(dll: DllFacts) -> str:
+    found = dll.signature
+    if found is None:
+        return "(not checked)"
+    wanted = (f" (recipes ask for {dll.signature_required!r})" if dll.signature_required
+              else "")
+    return f"{found.status}: {found.describe()}{wanted}"
+
+
 def _render_dll(dll: DllFacts) -> list[str]:
     lines = [f"{dll.member or dll.name}" + (f"  ({dll.path})" if dll.member else "")]
     if dll.error:
@@ -260,6 +307,7 @@ def _render_dll(dll: DllFacts) -> list[str]:
         ("product version", dll.product_version or "(none)"),
         ("size", f"{human_size(dll.size)} ({dll.size} bytes)"),
         ("sha256", dll.sha256),
+        ("signature", _signature_text(dll)),
         ("exports", f"{len(dll.exports)}" + (f": {shown}" if shown else ""))),
         show_headers=False)
     if dll.dependencies:
@@ -268,4 +316,7 @@ def _render_dll(dll: DllFacts) -> list[str]:
             (d.name, d.how, d.status, d.note) for d in dll.dependencies), indent="    ")
     else:
         lines.append("  dependencies: none")
+    if dll.bundle_needs:
+        lines.append("  a bundle for it needs (bundler pack selects them by itself):")
+        lines += format_table(("recipe", "components"), dll.bundle_needs, indent="    ")
     return lines

@@ -1,7 +1,9 @@
 """`bundler verify APPDIR [--lock SPEC.lock]`: re-hash every bundled file against the
-manifest, check the entry script still loads the bootstrap, and (with --lock) check
-each file against the lock, which pins every file's sha256 independently of the
-manifest: a replaced DLL with a hand-edited manifest hash still differs from the lock."""
+manifest, check again the Authenticode signature of every file the manifest records as
+signed, check the entry script still loads the bootstrap, and (with --lock) check each
+file against the lock, which pins every file's sha256 independently of the manifest: a
+DLL swapped for another, with its hash edited into the manifest to match, is caught by
+its signature (or its lack of one) and by the lock."""
 
 from __future__ import annotations
 
@@ -10,9 +12,17 @@ from pathlib import Path
 
 from bundler.errors import BundlerError
 from bundler.lockfile import Lock
-from bundler.manifest import INJECT_LOADS, INJECT_MARKER, FoundManifest, find_manifest
+from bundler.manifest import (
+    INJECT_LOADS,
+    INJECT_MARKER,
+    SIGNATURE_VERIFIED,
+    FileEntry,
+    FoundManifest,
+    find_manifest,
+)
 from bundler.support.hashing import sha256_file
 from bundler.support.paths import is_inside_relative
+from bundler.windows.authenticode import Trust, check_signature, shipped_roots
 
 _MAX_ENTRY_BYTES = 64 << 20  # an entry script; only read to find the bootstrap lines
 
@@ -27,17 +37,21 @@ class VerifyReport:
     unexpected: list[str] = field(default_factory=list)
     not_as_locked: list[str] = field(default_factory=list)  # only with a lock
     lock: str = ""
+    signatures: list[str] = field(default_factory=list)   # "relpath: what is wrong"
+    signed: int = 0   # files whose signature was checked again
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.changed or self.unexpected or self.not_as_locked)
+        return not (self.missing or self.changed or self.unexpected or self.not_as_locked
+                    or self.signatures)
 
     def to_dict(self) -> dict[str, object]:
         """What `verify --json` prints and doctor's report of a bundle holds."""
         return {"app": str(self.app), "manifest": str(self.manifest), "ok": self.ok,
-                "checked": self.checked, "missing": self.missing, "changed": self.changed,
-                "unexpected": self.unexpected, "not_as_locked": self.not_as_locked,
-                "lock": self.lock}
+                "checked": self.checked, "signed": self.signed, "missing": self.missing,
+                "changed": self.changed, "unexpected": self.unexpected,
+                "not_as_locked": self.not_as_locked, "lock": self.lock,
+                "signatures": self.signatures}
 
 
 def bundles_in(folder: Path) -> list[FoundManifest]:
@@ -78,6 +92,7 @@ def verify(app: Path, found: FoundManifest | None = None, lock: Lock | None = No
     report = VerifyReport(app=app, manifest=found.path, lock=str(lock_path or ""))
     manifest = found.manifest
     expected = {entry.path: entry.sha256 for entry in manifest.files}
+    signed = {e.path: e for e in manifest.files if e.signature == SIGNATURE_VERIFIED}
     if manifest.bootstrap.path:
         expected[manifest.bootstrap.path] = manifest.bootstrap.sha256
     hashes: dict[str, str] = {}
@@ -88,6 +103,11 @@ def verify(app: Path, found: FoundManifest | None = None, lock: Lock | None = No
             report.missing.append(relpath)
         elif _hash(path, relpath, hashes) != sha256:
             report.changed.append(relpath)
+        elif relpath in signed:
+            report.signed += 1
+            problem = _signature_problem(path, signed[relpath])
+            if problem:
+                report.signatures.append(f"{relpath}: {problem}")
     runtime = found.root / manifest.runtime_dir
     for path in sorted(p for p in runtime.rglob("*") if p.is_file()):
         relpath = path.relative_to(found.root).as_posix()
@@ -134,3 +154,16 @@ def _check_lock(found: FoundManifest, lock: Lock, report: VerifyReport,
             report.not_as_locked.append(f"{relpath} (its sha256 differs from the lock)")
     report.not_as_locked += [f"{relpath} (in the manifest, not in the lock)"
                              for relpath in sorted(listed - set(lock.files))]
+
+
+def _signature_problem(path: Path, entry: FileEntry) -> str:
+    """What is wrong with the signature of a file pack found signed: the same signer,
+    reaching the same root (its timestamp: any root bundler carries, or that one)."""
+    roots = (entry.signature_root,)
+    trust = Trust(signer=entry.signer, roots=roots,
+                  timestamp_roots=roots + tuple(shipped_roots()))
+    found = check_signature(path, trust)
+    if found.ok:
+        return ""
+    return (f"pack found it signed by {entry.signer!r}, now it is {found.describe()}; "
+            "get the original DLL back (re-run `bundler pack`)")

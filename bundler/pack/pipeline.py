@@ -8,20 +8,37 @@ in order, inside an atomic output folder, so a failure changes nothing.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundler.errors import BundlerError
 from bundler.manifest import MANIFEST_NAME, Manifest, write_manifest
+from bundler.pack.app_needs import Selection, select_for_app
+from bundler.pack.app_scan import Need, scan_app
 from bundler.pack.builders import BUILDERS
 from bundler.pack.emit import build_manifest
-from bundler.pack.lock import Lock, check_lock
+from bundler.pack.lock import Lock, check_lock, read_lock
 from bundler.pack.output import refuse_unsafe_target, staged_output
 from bundler.pack.resolve import resolve
+from bundler.pack.reuse import fill_store, previous_bundle, reuse_runtime
+from bundler.pack.signatures import check_signatures
 from bundler.pack.sources import Source, close_all, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
+from bundler.pack.store import open_store
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
+
+
+@dataclass(frozen=True)
+class RuntimeOrigin:
+    """Where the runtime's files came from: read from the inputs, or taken from the
+    store or the previous bundle (linked or copied)."""
+
+    files: dict[str, int] = field(default_factory=dict)   # "read"/"store"/"previous" -> n
+    linked: int = 0
+    copied: int = 0
 
 
 @dataclass(frozen=True)
@@ -29,37 +46,100 @@ class PackResult:
     out: Path
     manifest: Manifest
     lock_path: Path
+    origin: RuntimeOrigin = RuntimeOrigin()
+    # component -> why the app scan selected it ("cufft64_11.dll: imported by ...")
+    reasons: Mapping[str, list[str]] = field(default_factory=dict)
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
          update_lock: bool = False, environ: Mapping[str, str] | None = None,
-         offline: bool = False) -> PackResult:
+         offline: bool = False, copy: bool = False) -> PackResult:
+    """`copy`: the bundle's runtime files are its own copies, never links into the
+    store or the previous bundle (for a bundle that will be zipped and shipped)."""
+    environ = os.environ if environ is None else environ
     recipe = find_recipe(spec.recipe, spec.folder)
-    components = recipe.select(spec.components)
-    files = recipe.files_for(components)
+    recipe.select(list(spec.components) + list(spec.scan.components))  # names them early
     target = (out or spec.default_out()).resolve()
     refuse_unsafe_target(target, _protected(spec))
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
-    sources = open_sources(recipe, _members_by_source(files), given, spec.folder,
-                           os.environ if environ is None else environ, offline=offline)
     build = BUILDERS[spec.builder]
+    store = open_store(environ)
+    previous = previous_bundle(target, _old_lock(spec.lock_path))
+
+    def select_and_open(bundle: Path, skip: str) -> tuple[Selection, dict[str, Source]]:
+        selection = _select(spec, recipe, bundle, skip)
+        takes = _members_by_source(recipe.files_for(selection.components))
+        return selection, open_sources(recipe, takes, given, spec.folder, environ,
+                                       offline=offline)
+
+    # A folder app is scanned as it is, so a missing source stops the pack before any
+    # copying; a PyInstaller app exists only once built.
+    selection, sources = (select_and_open(spec.app_path, _skip(target, spec.app_path))
+                          if spec.builder == "folder" and spec.app_path else (None, {}))
     try:
         with staged_output(target, [spec.lock_path]) as staging:
             app_root, bootstrap = build(spec, recipe, staging.folder, target)
-            staged = stage_files(files, sources, app_root / spec.runtime_dir,
-                                 spec.runtime_dir)
+            if selection is None:
+                runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
+                selection, sources = select_and_open(staging.folder, runtime.as_posix())
+            files = recipe.files_for(selection.components)
+            runtime_dir = app_root / spec.runtime_dir
+            reuse = reuse_runtime(files, sources, store, previous, runtime_dir,
+                                  spec.runtime_dir, copy)
+            read = stage_files([f for f in files if f.source not in reuse.identities],
+                               sources, runtime_dir, spec.runtime_dir)
+            by_name = {item.file.name: item for item in (*reuse.staged, *read)}
+            staged = [by_name[f.name] for f in files]
             origins = {sid: str(s.location) for sid, s in sources.items()}
-            resolved = resolve(recipe, components, staged, origins)
-            manifest = build_manifest(recipe, [c.name for c in components], spec.runtime_dir,
-                                      resolved, bootstrap, spec.require_driver)
-            write_manifest(app_root / spec.runtime_dir / MANIFEST_NAME, manifest)
-            lock = _lock(recipe, sources, staged)
+            resolved = resolve(recipe, selection.components, staged, origins)
+            resolved = check_signatures(recipe, staged, resolved, spec.allow_unsigned,
+                                        origins, store)
+            manifest = build_manifest(recipe, [c.name for c in selection.components],
+                                      spec.runtime_dir, resolved, bootstrap,
+                                      spec.require_driver)
+            write_manifest(runtime_dir / MANIFEST_NAME, manifest)
+            identities = _identities(sources, staged, reuse.identities)
+            lock = _lock(recipe, sources, staged, identities)
             check_lock(spec.lock_path, lock, update_lock)
+            if store is not None:
+                fill_store(store, sources, staged, identities, copy)
             staging.replace_with_bundle(spec.lock_path, lock.to_bytes())
+        if store is not None:
+            store.register_lock(spec.lock_path, recipe.name)
     finally:
         close_all(sources)
-    return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path)
+    ways = Counter(reuse.origin.get(f.source, "read") for f in files)
+    origin = RuntimeOrigin(files=dict(ways), linked=reuse.linked, copied=reuse.copied)
+    return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
+                      reasons=selection.reasons)
+
+
+def _select(spec: Spec, recipe: Recipe, app: Path, skip: str) -> Selection:
+    """The components: the spec's (or the default ones), plus what the app scan finds
+    the app needs, plus the spec's [scan] extras. `skip`: a folder of `app` left out."""
+    scan = None
+    needs = [Need(dll, f"{spec.path.name} [scan] dlls", "named in") for dll in spec.scan.dlls]
+    if spec.scan.enabled and app.is_dir():
+        scan = scan_app(app, skip)
+        needs = list(scan.needs) + needs
+    return select_for_app(recipe, spec.components, spec.scan.components, needs, scan,
+                          spec.scan.allow_app_copies)
+
+
+def _skip(target: Path, app: Path) -> str:
+    """The bundle's folder when it lies inside the app folder (dist/ in the app)."""
+    try:
+        return target.relative_to(app.resolve()).as_posix()
+    except ValueError:
+        return ""
+
+
+def _old_lock(path: Path) -> Lock | None:
+    try:
+        return read_lock(path)
+    except BundlerError:
+        return None   # check_lock reports a damaged lock; it only stops the reuse
 
 
 def _members_by_source(files: list[RuntimeFile]) -> dict[str, set[str]]:
@@ -73,12 +153,21 @@ def _protected(spec: Spec) -> list[Path]:
     return [spec.folder] + ([spec.app_path] if spec.app_path else [])
 
 
-def _lock(recipe: Recipe, sources: Mapping[str, Source], staged: list[StagedFile]) -> Lock:
+def _identities(sources: Mapping[str, Source], staged: list[StagedFile],
+                known: Mapping[str, str]) -> dict[str, str]:
+    """Each input's identity for the lock: known for a reused input, else from the
+    read (which also checks the recipe's pin)."""
     by_source: dict[str, dict[str, str]] = {sid: {} for sid in sources}
     for item in staged:
         by_source[item.file.source][item.file.member] = item.sha256
+    return {sid: known.get(sid) or source.identity(by_source[sid])
+            for sid, source in sources.items()}
+
+
+def _lock(recipe: Recipe, sources: Mapping[str, Source], staged: list[StagedFile],
+          identities: Mapping[str, str]) -> Lock:
     return Lock(
         recipe={"name": recipe.name, "sha256": recipe.sha256},
-        sources={sid: {"kind": s.spec.kind, "sha256": s.identity(by_source[sid])}
+        sources={sid: {"kind": s.spec.kind, "sha256": identities[sid]}
                  for sid, s in sorted(sources.items())},
         files={item.relpath: item.sha256 for item in staged})

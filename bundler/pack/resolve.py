@@ -115,10 +115,11 @@ def _check_import(recipe: Recipe, name: str, imported: str, bundled: set[str]
     found = resolve_import(imported, bundled, (recipe,))
     if found.status != MISSING:
         return None
-    major = found.cuda_major
-    if major is not None and major != recipe.cuda_major:
-        return Problem("cuda_major", f"{name} imports {imported}, a CUDA {major} library: it "
-                                     f"is a build for CUDA {major}, not CUDA {recipe.cuda}")
+    majors = found.cuda_majors
+    if majors and recipe.cuda_major not in majors:
+        which = "/".join(map(str, majors))
+        return Problem("cuda_major", f"{name} imports {imported}, a CUDA {which} library: it "
+                                     f"is a build for CUDA {which}, not CUDA {recipe.cuda}")
     if found.owner is not None:
         return Problem("unselected", f"{name} imports {imported} of component "
                                      f"'{found.owner[1].component}', which is not selected")

@@ -18,6 +18,16 @@ MAX_APP_NAME = 64  # dist/<name>/<runtime dir>/<dll> must fit Windows' 260-chara
 
 
 @dataclass(frozen=True)
+class ScanSettings:
+    """[scan]: the app scan (docs/spec-format.md)."""
+
+    enabled: bool = True
+    dlls: tuple[str, ...] = ()          # DLLs the app loads that no scan can see
+    components: tuple[str, ...] = ()    # components to add on top of the selection
+    allow_app_copies: bool = False      # pack even if the app ships its own cuDNN (torch)
+
+
+@dataclass(frozen=True)
 class Spec:
     path: Path
     name: str
@@ -32,6 +42,9 @@ class Spec:
     require_driver: bool
     sources: dict[str, str] = field(default_factory=dict)
     onefile: bool = False
+    scan: ScanSettings = field(default_factory=lambda: ScanSettings())
+    # File-name globs of runtime files accepted without the signature the recipe asks.
+    allow_unsigned: list[str] = field(default_factory=list)
 
     @property
     def folder(self) -> Path:
@@ -52,26 +65,39 @@ def load_spec(path: Path) -> Spec:
     app, runtime = top.table("app"), top.table("runtime")
     sources = top.table("sources", required=False)
     source_paths = {sid: sources.take(sid, str) for sid in sources.names()}
+    scan = _scan(top.table("scan", required=False))
     top.done()
     spec = Spec(
         path=path,
         name=_app_name(app),
         builder=_builder(app),
-        app_path=_inside(app, "path", path.parent),
+        app_path=_input(app, "path", path.parent),
         entry=_entry(app),
-        script=_inside(app, "script", path.parent),
-        pyinstaller_spec=_inside(app, "pyinstaller_spec", path.parent),
+        script=_input(app, "script", path.parent),
+        pyinstaller_spec=_input(app, "pyinstaller_spec", path.parent),
         onefile=app.take("onefile", bool, False),
         recipe=runtime.take("recipe", str),
         components=runtime.take_str_list("components", []),
         runtime_dir=_runtime_dir(runtime),
         require_driver=runtime.take("require_driver", bool, False),
         sources=source_paths,
+        scan=scan,
+        allow_unsigned=_globs(runtime, "allow_unsigned"),
     )
     app.done()
     runtime.done()
     _check_builder_keys(spec)
     return spec
+
+
+def _scan(table: Table) -> ScanSettings:
+    settings = ScanSettings(
+        enabled=table.take("enabled", bool, True),
+        dlls=tuple(table.take_str_list("dlls", [])),
+        components=tuple(table.take_str_list("components", [])),
+        allow_app_copies=table.take("allow_app_copies", bool, False))
+    table.done()
+    return settings
 
 
 def _app_name(app: Table) -> str:
@@ -107,11 +133,14 @@ def _relative_inside(table: Table, key: str, value: str) -> PurePosixPath:
     return posix
 
 
-def _inside(table: Table, key: str, base: Path) -> Path | None:
+def _input(table: Table, key: str, base: Path) -> Path | None:
+    """Where an input comes from (app.path, app.script, app.pyinstaller_spec): the user's
+    business, so '..' and absolute paths are fine, as in PyInstaller specs, Cargo and
+    pyproject. Only paths naming places inside the bundle must stay inside it."""
     value = table.take(key, str, "")
     if not value:
         return None
-    return base / _relative_inside(table, key, value)
+    return (base / value.replace("\\", "/")).resolve()
 
 
 def _entry(app: Table) -> str:
@@ -121,6 +150,15 @@ def _entry(app: Table) -> str:
         raise SpecError(f"{app.path}: app.entry = {value!r} is the bootstrap bundler writes",
                         "name the app's own script, e.g. entry = \"main.py\"")
     return _relative_inside(app, "entry", value).as_posix() if value else ""
+
+
+def _globs(table: Table, key: str) -> list[str]:
+    globs = table.take_str_list(key, [])
+    for glob in globs:
+        if not glob or "/" in glob or "\\" in glob:
+            raise SpecError(f"{table.path}: {table.where}.{key} entry {glob!r} is not a file "
+                            "name glob", 'give file names or globs, e.g. ["cudnn*.dll"]')
+    return globs
 
 
 def _runtime_dir(runtime: Table) -> str:

@@ -3,11 +3,11 @@
 Written into the app by `bundler pack`; standard library only. Importing it:
 
 1. finds the runtime folder beside this file (inside sys._MEIPASS when frozen);
-2. registers it with os.add_dll_directory, for loads that honour that list;
-3. preloads every runtime DLL by absolute path, in the manifest's load order;
-4. checks the NVIDIA driver against the recipe's minimum (see judge_driver):
+2. checks the NVIDIA driver against the recipe's minimum (see judge_driver):
    missing or too old gives one clear warning on stderr (an error if the spec
-   says require_driver = true), instead of CUDNN_STATUS_NOT_INITIALIZED much later.
+   says require_driver = true), instead of CUDNN_STATUS_NOT_INITIALIZED much later;
+3. registers the runtime folder with os.add_dll_directory, for loads that honour it;
+4. preloads every runtime DLL by absolute path, in the manifest's load order.
 
 Why preload by absolute path: TensorFlow and PaddlePaddle load "cudnn64_8.dll"
 with a plain LoadLibrary by bare name, which searches PATH and ignores
@@ -27,7 +27,10 @@ RUNTIME_DIR = "cudnn"  # the runtime folder inside the app; set by bundler pack
 MANIFEST_FORMAT = 1  # the newest manifest format this bootstrap reads
 
 # LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR: a DLL's own
-# imports resolve beside it and in add_dll_directory folders, never through PATH.
+# imports resolve beside it and in add_dll_directory folders, never through PATH. For
+# bundled imports the load order already has them loaded; what only the flags give is
+# that a missing driver/system import fails (error 126) instead of coming from PATH
+# (tests/test_bootstrap_mechanisms.py shows each mechanism on its own).
 _LOAD_FLAGS = 0x00001100
 _REPACK = "restore it, or re-run `bundler pack` to rebuild the app"
 _HINTS = {
@@ -110,9 +113,10 @@ def read_manifest(path):
             f"bundled runtime manifest {path} cannot be read ({exc}); {_REPACK}") from None
     if not isinstance(data, dict) or not isinstance(data.get("load_order"), list):
         raise BundledRuntimeError(f"bundled runtime manifest {path} is damaged; {_REPACK}")
-    if not isinstance(data.get("format"), int) or data["format"] > MANIFEST_FORMAT:
+    version = data.get("format")
+    if type(version) is not int or not 1 <= version <= MANIFEST_FORMAT:
         raise BundledRuntimeError(
-            f"bundled runtime manifest {path} has format {data.get('format')!r}; this "
+            f"bundled runtime manifest {path} has format {version!r}; this "
             f"bootstrap reads format {MANIFEST_FORMAT}: {_REPACK}")
     return data
 
@@ -300,14 +304,24 @@ def activate():
     """Check the driver, register the runtime folder and preload its DLLs.
     Does its work once per process: calling it again changes nothing."""
     global _dll_directory, _manifest, _activated
+    if sys.version_info < (3, 7):  # noqa: UP036 - the app's Python, not bundler's
+        raise BundledRuntimeError(
+            f"this app's bundled CUDA runtime needs Python 3.7 or newer; this is Python "
+            f"{sys.version.split()[0]} ({sys.executable}): run the app with Python 3.7+")
     if os.name != "nt" or _activated:
         return
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
     _check_driver()
-    if _dll_directory is None:  # a retry after a failed load keeps the first one
-        _dll_directory = os.add_dll_directory(runtime_folder())
+    # For DEFAULT_DIRS loads (ctypes, extension modules, a DLL loading a sibling) of a
+    # bundled DLL not preloaded yet, e.g. one loaded while another is being preloaded.
+    # Python 3.7 has no os.add_dll_directory. The preload below does not need it: each DLL
+    # is loaded by absolute path and its imports resolve beside it (_LOAD_FLAGS).
+    if _dll_directory is None and hasattr(os, "add_dll_directory"):
+        _dll_directory = os.add_dll_directory(runtime_folder())  # kept: a retry reuses it
     already_loaded = _loaded_modules()
     _loaded.clear()  # a retry after a failed load starts over
+    # Dependencies first: a DLL that loads one by bare name while it starts (DllMain)
+    # gets the bundled copy, already loaded, not one found on PATH.
     for relpath in _manifest.get("load_order", []):
         path, handle = _load_one(relpath, already_loaded)
         _loaded.append((relpath, path, handle))

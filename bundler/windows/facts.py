@@ -24,6 +24,8 @@ class WindowsFacts:
     cuda_path_variable: re.Pattern[str]
     api_sets: tuple[str, ...] = ()
     dll_search_order: tuple[str, ...] = ()
+    # Math-library names, whose digits do not pin a CUDA: the CUDA majors that ship each.
+    library_majors: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def is_driver(self, dll: str) -> bool:
         """A DLL the NVIDIA driver installs: imported freely, never bundled."""
@@ -44,14 +46,23 @@ class WindowsFacts:
         """An API set name: resolved by the loader, never a file on disk."""
         return name_matches(dll, self.api_sets)
 
-    def cuda_major_of(self, dll: str) -> int | None:
-        """The CUDA major a CUDA library name belongs to, or None if it is not one."""
-        release = self.cuda_release_of(dll)
-        return release[0] if release else None
+    def is_cuda_library(self, dll: str) -> bool:
+        return bool(self.cuda_majors_of(dll))
+
+    def cuda_majors_of(self, dll: str) -> tuple[int, ...]:
+        """The CUDA majors that ship a DLL of this name (one for cudart64_110, several for
+        curand64_10); () if it is not a CUDA library."""
+        lowered = dll.lower()
+        listed = dict(self.library_majors).get(lowered)
+        if listed is not None:
+            return listed
+        release = self.cuda_release_of(lowered)
+        return (release[0],) if release else ()
 
     def cuda_release_of(self, dll: str) -> tuple[int, int] | None:
-        """(major, minor) of the CUDA a library name pins, the minor 0 where the name
-        gives only the major; None if it is not a CUDA library."""
+        """(major, minor) of the CUDA a library name pins (cudart, cuBLAS, NVRTC,
+        nvJitLink), the minor 0 where the name gives only the major; None for any other
+        name, math libraries included (their digits are their own version)."""
         found = self.cuda_library.match(dll.lower())
         if not found:
             return None
@@ -70,7 +81,9 @@ def name_matches(name: str, patterns: Iterable[str]) -> bool:
 def windows_facts() -> WindowsFacts:
     data = tomllib.loads(resources.files("bundler.windows").joinpath("windows.toml")
                          .read_text(encoding="utf-8"))
-    prefixes = "|".join(re.escape(p) for p in data["cuda_library_prefixes"])
+    # Longest first, so "nvrtc-builtins" is tried before "nvrtc".
+    prefixes = "|".join(re.escape(p) for p in sorted(data["cuda_release_prefixes"],
+                                                     key=len, reverse=True))
     return WindowsFacts(
         system=tuple(p.lower() for p in data["system"]),
         vc_runtime=tuple(p.lower() for p in data["vc_runtime"]),
@@ -80,4 +93,6 @@ def windows_facts() -> WindowsFacts:
         cuda_path_variable=re.compile(data["cuda_path_variable"], re.IGNORECASE),
         api_sets=tuple(p.lower() for p in data["api_sets"]),
         dll_search_order=tuple(data["dll_search_order"]),
+        library_majors=tuple((name.lower(), tuple(majors)) for name, majors
+                             in data["cuda_library_majors"].items()),
     )

@@ -45,8 +45,10 @@ __declspec(dllimport) DWORD WINAPI GetModuleFileNameA(HMODULE module, char *buf,
 /*
  * With -nostdlib there is no CRT start-up code, so the linker's default DLL
  * entry symbol must be provided here (one per DLL: include this header from
- * exactly one source file per DLL).
+ * exactly one source file per DLL). A source that needs its own entry point
+ * (probe.c) defines STANDIN_OWN_DLLMAIN first.
  */
+#ifndef STANDIN_OWN_DLLMAIN
 BOOL WINAPI DllMainCRTStartup(HINSTANCE inst, DWORD reason, LPVOID reserved)
 {
     (void)inst;
@@ -54,5 +56,6 @@ BOOL WINAPI DllMainCRTStartup(HINSTANCE inst, DWORD reason, LPVOID reserved)
     (void)reserved;
     return TRUE;
 }
+#endif
 
 #endif

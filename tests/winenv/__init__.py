@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 from typing import NoReturn
 
 from .build import missing_toolchain
+from .paths import PROJECT_ROOT
 from .winpython import WindowsProcessError, WindowsPython, to_windows_path
 
 __all__ = [
@@ -28,9 +28,6 @@ __all__ = [
     "to_windows_path",
     "wine_available",
 ]
-
-# The repository root: listed in the Windows Python's _pth so it can `import bundler`.
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 _WINE_TOOLS = ("wine", "wineserver", "wineboot")
 _SETUP_HINT = "run `bash tests/setup.sh` (as root) to install them"

@@ -28,6 +28,7 @@ from .wheels import cudart_wheel as fetch_cudart_wheel
 from .winpython import WindowsPython
 
 __all__ = [
+    "app_python",
     "cudart_wheel",
     "decoy_cudnn_dir",
     "standin_cudnn_x86",
@@ -45,6 +46,17 @@ def win_python() -> Iterator[WindowsPython]:
     """Windows CPython 3.11 under Wine; its _pth lists the wheels and the project root."""
     require_wine()
     with WindowsPython.setup(extra_paths=[PROJECT_ROOT]).session() as python:
+        yield python
+
+
+@pytest.fixture(scope="session")
+def app_python() -> Iterator[WindowsPython]:
+    """The embeddable CPython as shipped: the script's folder is NOT on sys.path.
+
+    Held as a session like win_python: another pytest process finishing stops the
+    prefix's Wine server only when nobody holds one (else our runs would die with it)."""
+    require_wine()
+    with WindowsPython.setup(script_dir_on_path=False).session() as python:
         yield python
 
 

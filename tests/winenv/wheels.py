@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from bundler.pack.sources.fetch import cached, fetch
-from bundler.recipe import find_recipe
+from bundler.recipe import SourceSpec, find_recipe
 
 from ._cache import cache_root, locked
+from .paths import PROJECT_ROOT
+from .pins import Pin, PinMismatch, framework_pin, nvidia_pin
 
 CUDA11_RECIPE = "cudnn-8.9.4.25-cuda11-win-x64"
 
@@ -23,7 +25,11 @@ def wheel_cache() -> Path:
 
 def nvidia_wheel(recipe: str, source_id: str) -> Path:
     """The pinned wheel of `source_id` in `recipe`, fetched with pip on first use."""
-    spec = find_recipe(recipe, Path.cwd()).sources[source_id]
+    spec = find_recipe(recipe, PROJECT_ROOT).sources[source_id]
+    pin = nvidia_pin(spec.package)
+    if (spec.version, spec.sha256) != (pin.version, pin.sha256):
+        raise PinMismatch(f"recipe {recipe} pins {spec.package}=={spec.version} "
+                          f"({spec.sha256}), pins.toml {pin.requirement} ({pin.sha256})")
     root = wheel_cache()
     found = cached(spec, root)
     if found:
@@ -35,3 +41,46 @@ def nvidia_wheel(recipe: str, source_id: str) -> Path:
 def cudart_wheel() -> Path:
     """nvidia-cuda-runtime-cu11==11.8.89 (1 MB): the real cudart64_110.dll."""
     return nvidia_wheel(CUDA11_RECIPE, "cudart")
+
+
+def _pinned(pin: Pin, sid: str, file_name: str) -> SourceSpec:
+    return SourceSpec(id=sid, kind="wheel", contents=(), package=pin.package,
+                      version=pin.version, platform_tag="win_amd64", file_name=file_name,
+                      sha256=pin.sha256)
+
+
+# onnxruntime-gpu 1.26.0 (226 MB): its onnxruntime_providers_cuda.dll is the real framework
+# binary the app-scan tests read (pinned in pins.toml).
+_ORT = framework_pin("onnxruntime-gpu")
+ORT_WHEEL = _pinned(_ORT, "onnxruntime",
+                    f"onnxruntime_gpu-{_ORT.version}-cp311-cp311-win_amd64.whl")
+ORT_PROVIDER = "onnxruntime/capi/onnxruntime_providers_cuda.dll"
+
+
+def ort_wheel() -> Path:
+    """The real onnxruntime-gpu 1.26.0 cp311 win_amd64 wheel, fetched with pip once."""
+    root = wheel_cache()
+    found = cached(ORT_WHEEL, root)
+    if found:
+        return found
+    with locked(f"wheel-{ORT_WHEEL.sha256[:16]}"):
+        return cached(ORT_WHEEL, root) or fetch(ORT_WHEEL, root)
+
+
+# The smallest NVIDIA-signed DLL in a small wheel: cudart64_13.dll (551,024 bytes) in
+# nvidia-cuda-runtime 13.5.37 (2.8 MB). The -cu11/-cu12 runtime wheels are not signed.
+_CUDART13 = nvidia_pin("nvidia-cuda-runtime")
+SIGNED_CUDART = _pinned(_CUDART13, "cudart13",
+                        f"nvidia_cuda_runtime-{_CUDART13.version}-py3-none-win_amd64.whl")
+SIGNED_CUDART_MEMBER = "nvidia/cu13/bin/x86_64/cudart64_13.dll"
+SIGNED_CUDART_SHA256 = "16ab35d8150b6105b7e49da264d360db4ece090157ad48d226c1dc7254136008"
+
+
+def signed_cudart_wheel() -> Path:
+    """nvidia-cuda-runtime==13.5.37 (2.8 MB), pinned by sha256: a real NVIDIA-signed DLL."""
+    root = wheel_cache()
+    found = cached(SIGNED_CUDART, root)
+    if found:
+        return found
+    with locked(f"wheel-{SIGNED_CUDART.sha256[:16]}"):
+        return cached(SIGNED_CUDART, root) or fetch(SIGNED_CUDART, root)

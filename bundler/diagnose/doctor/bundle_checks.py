@@ -72,9 +72,9 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     manifest = found.manifest
     environ = os.environ if environ is None else environ
     entries = manifest.dll_entries
-    folders = search_folders(environ, application=os.path.dirname(sys.executable))
-    placed = place(find_copies([f for f in folders if f.searched],
-                               sorted({PurePosixPath(e.path).name for e in entries})))
+    folders = [f for f in search_folders(environ, application=os.path.dirname(sys.executable))
+               if f.searched]
+    placed = place(find_copies(folders, sorted({PurePosixPath(e.path).name for e in entries})))
     versions = _plain_versions(manifest.versions)
     report = BundleReport(
         app=str(app), manifest=str(found.path), recipe=manifest.recipe.name,
@@ -83,6 +83,11 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
         dlls=_bundled_dlls(found.root, entries, checked, placed, manifest.recipe.name),
         driver=driver_check(versions) if os.name == "nt" else {})
     expected = {PurePosixPath(e.path).name.lower() for e in entries}
+    # The DLLs loaded by name at run time but left out: a copy of one on the search
+    # path is what that load would get.
+    left_out = sorted({d.name for dll in report.dlls for d in dll.facts.dependencies
+                       if d.how == "runtime" and d.status != "bundled"})
+    placed += place(find_copies(folders, left_out)) if left_out else []
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report))
     return replace(report, findings=tuple(findings))
@@ -121,7 +126,8 @@ def _verify_findings(report: VerifyReport) -> list[Finding]:
                 for what, items in (("missing from the bundle", report.missing),
                                     ("changed since pack", report.changed),
                                     ("not in the manifest", report.unexpected),
-                                    ("not as the lock pins it", report.not_as_locked))
+                                    ("not as the lock pins it", report.not_as_locked),
+                                    ("signature not valid", report.signatures))
                 if items]
     if not findings:
         findings.append(Finding(OK, "bundle", f"{report.checked} files match "

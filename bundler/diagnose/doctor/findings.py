@@ -59,7 +59,11 @@ def render_findings(findings: tuple[Finding, ...]) -> list[str]:
         if finding.hint and finding.level == PROBLEM:
             lines.append(f"           hint: {finding.hint}")
     problems = sum(f.level == PROBLEM for f in findings)
-    lines += ["", f"{problems} problem(s) found." if problems else "healthy: no problems found."]
+    partial = any(f.about == "machine" for f in findings)  # off Windows: see that note
+    closing = (f"{problems} problem(s) found." if problems else
+               "no problems found in what can be checked off Windows." if partial else
+               "healthy: no problems found.")
+    lines += ["", closing]
     return lines
 
 

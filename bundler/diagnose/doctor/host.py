@@ -18,12 +18,15 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
+from bundler.diagnose.inspection import judge_signature
 from bundler.errors import CheckError
+from bundler.recipe import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_from_file_version
 from bundler.runtime.bootstrap import probe_driver as load_nvcuda
 from bundler.support.hashing import sha256_file
 from bundler.windows.compat import CompatFacts
 from bundler.windows.facts import windows_facts
+from bundler.windows.imports import is_runtime_dll
 from bundler.windows.pe_file import read_pe
 
 _NVIDIA_SMI_TIMEOUT = 20  # seconds; it can take a while to wake a GPU
@@ -47,6 +50,11 @@ class DllCopy:
     version: str
     sha256: str      # computed only where two copies of a name need telling apart
     error: str = ""  # set when the file is not a readable DLL
+    # Its Authenticode signature: status (bundler.windows.authenticode), in words, and
+    # the signer a shipped recipe asks for this name ("" if none asks).
+    signature: str = ""
+    signature_text: str = ""
+    signature_required: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,7 +155,9 @@ def find_copies(folders: Iterable[SearchFolder], patterns: Iterable[str]) -> lis
     """Every file in the folders matching a pattern (case-insensitive), in folder order.
     Copies of a name found more than once are hashed, to tell equal from different."""
     lowered = [p.lower() for p in patterns]
-    found = [_copy(folder, entry) for folder in folders for entry in _listing(folder.path)
+    recipes = tuple(shipped_recipes())
+    found = [_copy(folder, entry, recipes) for folder in folders
+             for entry in _listing(folder.path)
              if any(fnmatch.fnmatchcase(entry.name.lower(), p) for p in lowered)]
     counts: dict[str, int] = {}
     for copy in found:
@@ -163,15 +173,21 @@ def _listing(folder: str) -> list[os.DirEntry[str]]:
         return []   # a PATH entry that does not exist is common and harmless
 
 
-def _copy(folder: SearchFolder, entry: os.DirEntry[str]) -> DllCopy:
+def _copy(folder: SearchFolder, entry: os.DirEntry[str], recipes: tuple[Recipe, ...]
+          ) -> DllCopy:
     try:
         info = read_pe(Path(entry.path))
         machine, version, error = info.machine, info.file_version, ""
     except CheckError as exc:
         machine, version, error = "", "", exc.message
-    return DllCopy(name=entry.name, path=entry.path, folder=folder,
+    copy = DllCopy(name=entry.name, path=entry.path, folder=folder,
                    size=entry.stat().st_size, machine=machine, version=version, sha256="",
                    error=error)
+    if error:
+        return copy
+    required, found = judge_signature(Path(entry.path), entry.name, recipes)
+    return replace(copy, signature=found.status, signature_text=found.describe(),
+                   signature_required=required)
 
 
 def _hashed(copy: DllCopy) -> DllCopy:
@@ -228,3 +244,13 @@ def installed_frameworks(compat: CompatFacts,
                 distribution=dist.metadata["Name"], version=dist.version,
                 location=str(dist.locate_file(""))))
     return sorted(found.values(), key=lambda f: f.distribution.lower())
+
+
+def own_runtime_dlls(framework: InstalledFramework) -> tuple[str, ...]:
+    """The CUDA/cuDNN DLLs a framework ships in its own lib folder (torch/lib)."""
+    lib = Path(framework.location) / framework.distribution.lower() / "lib"
+    try:
+        names = sorted(p.name for p in lib.iterdir() if p.suffix.lower() == ".dll")
+    except OSError:
+        return ()
+    return tuple(n for n in names if is_runtime_dll(n))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bundler.diagnose.doctor.findings import (
     NOTE,
@@ -26,6 +26,7 @@ from bundler.diagnose.doctor.host import (
     SearchFolder,
     find_copies,
     installed_frameworks,
+    own_runtime_dlls,
     probe_driver,
     process_bits,
     search_folders,
@@ -48,6 +49,7 @@ class DriverReport:
 class FrameworkReport:
     installed: InstalledFramework
     expects: FrameworkEntry | None
+    own_dlls: tuple[str, ...] = ()   # CUDA/cuDNN DLLs it ships itself (torch/lib)
 
 
 @dataclass(frozen=True)
@@ -70,13 +72,28 @@ def examine_machine(environ: Mapping[str, str] | None = None,
     compat = compat or compat_facts()
     environ = os.environ if environ is None else environ
     folders = search_folders(environ, application=os.path.dirname(sys.executable))
-    frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version))
+    frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version),
+                                  own_runtime_dlls(f))
                   for f in installed_frameworks(compat)]
     patterns = compat.scan + tuple(name for f in frameworks if f.expects
-                                   for name in f.expects.loads)
+                                   for name in f.expects.loads) + tuple(
+        name for f in frameworks for name in f.own_dlls)
     copies = find_copies(folders, patterns)
-    return judge_machine(folders, copies, probe_driver(compat), frameworks, compat,
-                         process_bits())
+    report = judge_machine(folders, copies, probe_driver(compat), frameworks, compat,
+                           process_bits())
+    if os.name == "nt":
+        return report
+    return replace(report, findings=(_not_windows(),) + report.findings)
+
+
+def _not_windows() -> Finding:
+    """Off Windows, doctor reads the DLL files it finds but cannot say what Windows would
+    load: the folders are this machine's PATH, and there is no Windows driver to ask."""
+    return Finding(NOTE, "machine", "this is not Windows: the folders above are this "
+                   "machine's PATH, not a Windows DLL search path. doctor can judge the DLL "
+                   "files found (machine, version, damaged) and the frameworks' metadata, "
+                   "not which copy a Windows process would load, nor the NVIDIA driver",
+                   "run bundler doctor on the Windows machine that runs the app")
 
 
 def judge_machine(folders: list[SearchFolder], copies: list[DllCopy], driver: DriverFacts,
@@ -86,6 +103,7 @@ def judge_machine(folders: list[SearchFolder], copies: list[DllCopy], driver: Dr
     report = DriverReport(driver, cuda_text(driver.cuda) if driver.cuda else "",
                           compat.cuda_for_driver(driver.version) if driver.version else "")
     findings = (_bits_findings(bits) + _copy_findings(placed, bits)
+                + _signature_findings(placed)
                 + _driver_findings(report, placed, compat)
                 + _framework_findings(frameworks, placed, report, compat))
     return MachineReport(python=sys.executable, bits=bits, search_order=tuple(folders),
@@ -126,6 +144,16 @@ def _copy_findings(placed: list[PlacedCopy], bits: int) -> list[Finding]:
         findings += [_unloadable(p.copy, bits) for p in group
                      if p.copy.error or (p.copy.machine and _bits(p.copy) != bits)]
     return findings
+
+
+def _signature_findings(placed: list[PlacedCopy]) -> list[Finding]:
+    """A copy of a DLL that NVIDIA signs, without a valid NVIDIA signature, is not
+    NVIDIA's file (or was changed since): whatever loads it by name gets it."""
+    return [Finding(PROBLEM, "signature", f"{p.copy.name} in {where(p.copy)}: must be "
+                    f"signed by {p.copy.signature_required!r}, but is {p.copy.signature_text}",
+                    f"replace it with the original from {p.copy.signature_required} "
+                    "(reinstall the CUDA toolkit or cuDNN), or take its folder off PATH")
+            for p in placed if p.copy.signature_required and p.copy.signature != "ok"]
 
 
 def _by_name(placed: list[PlacedCopy]) -> dict[str, list[PlacedCopy]]:
@@ -208,6 +236,7 @@ def _framework_findings(frameworks: list[FrameworkReport], placed: list[PlacedCo
     for framework in frameworks:
         installed, expects = framework.installed, framework.expects
         title = f"{installed.distribution} {installed.version}"
+        findings += _own_copy_conflicts(title, framework, placed)
         if expects is None:
             findings.append(Finding(NOTE, "framework", f"{title}: not in the compatibility "
                                     "table (bundler/windows/compat.toml); not checked"))
@@ -249,6 +278,26 @@ def _framework_loads(title: str, expects: FrameworkEntry,
     return findings
 
 
+def _own_copy_conflicts(title: str, framework: FrameworkReport,
+                        placed: list[PlacedCopy]) -> list[Finding]:
+    """A framework that preloads its own copy (torch, from torch/lib, by full path) breaks
+    when another DLL of that name is loaded first: by a bundle's bootstrap, or by another
+    framework's bare-name load, which picks the copy on the search path."""
+    findings = []
+    for name in framework.own_dlls:
+        other = next((p.copy for p in placed if p.role == "picked"
+                      and p.copy.name.lower() == name.lower()), None)
+        if other is not None:
+            findings.append(Finding(
+                PROBLEM, "framework", f"{title} ships its own {name}; another {name} is "
+                f"first on the DLL search path ({where(other)}): if another framework "
+                f"loads it by name before {framework.installed.distribution} is imported, "
+                f"{framework.installed.distribution} fails to load its own (WinError 127)",
+                f"import {framework.installed.distribution} first, or remove that folder "
+                "from PATH; a bundle packed for this app is refused for the same reason"))
+    return findings
+
+
 def render_machine(report: MachineReport) -> list[str]:
     lines = [f"bundler doctor: this machine ({report.python}, {report.bits}-bit)", "",
              "where a bare-name DLL load looks, in order (see bundler/windows/windows.toml):"]
@@ -257,8 +306,9 @@ def render_machine(report: MachineReport) -> list[str]:
         for f in report.search_order))
     lines += ["", "cuDNN / CUDA DLLs found:"]
     if report.dlls:
-        lines += format_table(("name", "role", "version", "machine", "folder"), (
+        lines += format_table(("name", "role", "version", "machine", "signature", "folder"), (
             (p.copy.name, p.role, p.copy.version or "-", p.copy.machine or "?",
+             p.copy.signature or "-",
              f"{os.path.dirname(p.copy.path)} ({p.copy.folder.label})")
             for p in report.dlls))
     else:

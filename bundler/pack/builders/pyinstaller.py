@@ -173,7 +173,7 @@ def _is_cuda_folder(entry: str, cuda_roots: Iterable[str], runtime_names: frozen
     except OSError:
         return False  # not a folder: it cannot hold a DLL either
     facts = windows_facts()
-    return any(name.lower() in runtime_names or facts.cuda_major_of(name) is not None
+    return any(name.lower() in runtime_names or facts.is_cuda_library(name)
                for name in names if name.lower().endswith(".dll"))
 
 
@@ -190,7 +190,7 @@ def _prepare(spec: Spec) -> BuildPlan:
               "app_spec_name": app_spec.stem, "runtime_hook": str(hook_dir / RUNTIME_HOOK),
               "bootstrap_dir": str(hook_dir), "bootstrap": BOOTSTRAP_MODULE,
               "layout": str(layout)}
-    wrapper = work / "bundler.pack.spec"
+    wrapper = work / "bundler.spec"
     wrapper.write_text(_wrapper_text(params), encoding="utf-8")
     return BuildPlan(work=work, app_spec=app_spec, wrapper=wrapper, layout=layout,
                      log=work / "pyinstaller.log", bootstrap_sha256=sha256,

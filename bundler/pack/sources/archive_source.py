@@ -8,7 +8,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
 from bundler.recipe import SourceSpec
-from bundler.support.hashing import PiggybackDigest
+from bundler.support.hashing import PiggybackDigest, sha256_file
 from bundler.support.zip_reader import ZipArchive
 
 
@@ -50,6 +50,12 @@ class ArchiveSource(Source):
             raise SourceError(f"{self.location}: sha256 {sha256} differs from the "
                               f"recipe's pin {self.spec.sha256}", self._pin_hint())
         return sha256
+
+    def fingerprint(self) -> str:
+        return self._archive.directory_digest()
+
+    def identity_by_hashing(self) -> str:
+        return sha256_file(self.location, f"hashing {self.location.name}")
 
     def _pin_hint(self) -> str:
         return "this is not the file the recipe names: get the original"

@@ -54,6 +54,19 @@ class Source:
         """A sha256 that changes whenever this input changes, for the lock."""
         raise NotImplementedError
 
+    def fingerprint(self) -> str:
+        """A cheap proof that this input is the one an earlier pack read (the store keys
+        what it learned by it), or "" where there is none. Never reads member data."""
+        return ""
+
+    def accepts_identity(self, identity: str) -> bool:
+        """Whether an input of this identity may be used (a recipe's pin)."""
+        return not self.spec.sha256 or identity == self.spec.sha256
+
+    def identity_by_hashing(self) -> str:
+        """The identity, from hashing the input without unpacking anything."""
+        raise NotImplementedError
+
     def close(self) -> None:
         """Release open files."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
 from bundler.recipe import SourceSpec
-from bundler.support.hashing import CHUNK
+from bundler.support.hashing import CHUNK, sha256_file
 
 
 class FolderSource(Source):
@@ -36,6 +36,18 @@ class FolderSource(Source):
 
     def size(self, member: str) -> int:
         return (self.location / member).stat().st_size
+
+    def fingerprint(self) -> str:
+        """The folder and each taken file's size, modification time and file id: any
+        write to a file changes them (docs/store.md)."""
+        lines = [f"folder\0{self.location.resolve()}"]
+        for member in sorted(self.takes):
+            facts = (self.location / member).stat()
+            lines.append(f"{member}\0{facts.st_size}\0{facts.st_mtime_ns}\0{facts.st_ino}")
+        return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def identity_by_hashing(self) -> str:
+        return self.identity({m: sha256_file(self.location / m) for m in self.takes})
 
     def identity(self, member_hashes: Mapping[str, str]) -> str:
         # A folder has no single file to hash: pin the files taken from it.

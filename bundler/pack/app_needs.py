@@ -1,0 +1,110 @@
+"""From what the app needs (app_scan) to the components a bundle ships, with reasons.
+
+Every CUDA/cuDNN DLL the app needs must come from the bundle: the component that
+supplies it is selected, and the pack summary says why. A DLL no component supplies
+stops the pack, naming the DLL, who needs it and a shipped recipe that has it. An app
+that ships its own copy of a DLL the bundle would preload (torch carries cuDNN in
+torch/lib) is refused: two DLLs of one name in one process break the framework.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bundler.errors import CheckError, SpecError
+from bundler.pack.app_scan import AppScan, Need
+from bundler.recipe import Component, Recipe, shipped_recipes
+
+_FAMILY = re.compile(r"^([a-z_-]+?)(?:64)?_\d")
+
+
+@dataclass(frozen=True)
+class Selection:
+    components: list[Component]
+    reasons: dict[str, list[str]]   # component -> why the app scan brought it in
+
+
+def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str],
+                   needs: Sequence[Need], scan: AppScan | None, allow_app_copies: bool
+                   ) -> Selection:
+    """`explicit`: [runtime] components (may be empty: the default ones); `extra`:
+    [scan] components, added on top; `needs`: the scan's plus the spec's named DLLs."""
+    shipped = scan.shipped if scan is not None else {}
+    base = [c.name for c in recipe.select(list(explicit) or None)] + list(extra)
+    reasons: dict[str, list[str]] = {}
+    unsupplied: list[Need] = []
+    for need in needs:
+        if need.dll.lower() in shipped:
+            continue   # the app brings its own (checked against the bundle below)
+        supplier = recipe.supplier_of(need.dll)
+        if supplier is None:
+            unsupplied.append(need)
+        elif supplier.component not in base:
+            reasons.setdefault(supplier.component, []).append(f"{need.dll}: {need.reason}")
+    if unsupplied:
+        raise _unsupplied_error(recipe, unsupplied)
+    if explicit and reasons:
+        raise _left_out_error(recipe, explicit, reasons)
+    components = recipe.select(base + list(reasons))
+    if not allow_app_copies:
+        _refuse_app_copies(recipe, components, shipped, scan)
+    return Selection(components, {c: r for c, r in reasons.items()})
+
+
+def _family(dll: str) -> str:
+    found = _FAMILY.match(dll.lower())
+    return found.group(1) if found else dll.lower()
+
+
+def _unsupplied_error(recipe: Recipe, unsupplied: list[Need]) -> CheckError:
+    texts = []
+    for need in unsupplied:
+        same_kind = [f.name for f in recipe.files.values()
+                     if _family(f.name) == _family(need.dll)]
+        ships = (f"this recipe ships {', '.join(same_kind)}" if same_kind
+                 else "this recipe has no such DLL")
+        others = [r.name for r in shipped_recipes()
+                  if r.name != recipe.name and r.supplier_of(need.dll) is not None]
+        use = f"use {others[0]}" if others else "no shipped recipe has it"
+        texts.append(f"{need.by} {_verb(need)} {need.dll}; {ships}; {use}")
+    return CheckError("; ".join(texts),
+                      "pack the app with a recipe for the CUDA its framework is built for "
+                      "(bundler recipes), or, if the app never uses that DLL, set "
+                      "[scan] enabled = false in the spec")
+
+
+def _verb(need: Need) -> str:
+    return {"imported by": "imports", "loaded by": "loads"}.get(need.how, "names")
+
+
+def _left_out_error(recipe: Recipe, explicit: Sequence[str],
+                    reasons: dict[str, list[str]]) -> SpecError:
+    why = "; ".join(f"'{c}' ({', '.join(r)})" for c, r in reasons.items())
+    names = ", ".join(f'"{c}"' for c in [*explicit, *reasons])
+    return SpecError(f"[runtime] components = {list(explicit)} leaves out what the app "
+                     f"needs from {recipe.name}: {why}",
+                     f"use components = [{names}], or [scan] enabled = false if the app "
+                     "never loads them")
+
+
+def _refuse_app_copies(recipe: Recipe, components: list[Component], shipped: dict[str, str],
+                       scan: AppScan | None) -> None:
+    files = recipe.files_for(components)
+    clashes = [(f.name, shipped[f.name.lower()]) for f in files if f.name.lower() in shipped]
+    if not clashes:
+        return
+    name, where = clashes[0]
+    parts = where.lower().split("/")
+    frameworks = scan.frameworks if scan else ()
+    # The framework whose package folder holds the copy (torch/lib/...), else the folder.
+    owner = next((fw for fw in frameworks if fw.distribution.lower() in parts), None)
+    who = owner.title if owner else where.split("/", 1)[0]
+    raise CheckError(
+        f"the app ships its own {name} ({where}, from {who}) and the bundle would preload "
+        f"{recipe.name}'s {name}: two DLLs of one name in one process break the framework "
+        f"that loads its own second (torch: 'WinError 127 ... Error loading "
+        f"{name}')", f"{who} brings its own CUDA and cuDNN: ship this app without a "
+        "bundled runtime, or, if another framework in it needs the bundle, set [scan] "
+        "allow_app_copies = true and import that framework before torch")

@@ -1,0 +1,175 @@
+"""Reuse: take runtime files a pack has read before, instead of reading the inputs.
+
+Per source, all or nothing (a source read at all is read whole, one pass, as stage.py
+does), the first that works of:
+
+1. the store: the input's fingerprint (Source.fingerprint: for a zip or wheel its size
+   and central directory, which holds every member's name, CRC and sizes) names a
+   record of what an earlier pack read from it — the input's sha256 (its identity, as
+   the lock pins it) and each taken member's sha256 — and the store holds those files;
+2. the previous bundle at the same output: the input still hashes to the identity the
+   lock pins (the input is hashed, not unpacked), and the previous bundle's files of
+   that source still hash to what its manifest says.
+
+Every file taken is re-hashed first, so a damaged store entry or an edited previous
+file is never shipped: the input is read instead. What is taken is linked into the
+new bundle (or copied, with --copy, or across volumes). docs/store.md has the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bundler.errors import BundlerError
+from bundler.manifest import FoundManifest, find_manifest
+from bundler.pack.lock import Lock
+from bundler.pack.sources import Source
+from bundler.pack.stage import StagedFile
+from bundler.pack.store import SourceRecord, Store, place
+from bundler.recipe import RuntimeFile
+from bundler.support.hashing import sha256_file
+
+# Re-hashing runs on threads: hashlib releases the GIL, so two cores hash two files.
+_HASH_THREADS = 4
+
+
+@dataclass(frozen=True)
+class Previous:
+    """The bundle a pack replaces, and the lock that pinned its inputs."""
+
+    found: FoundManifest
+    lock: Lock
+
+
+@dataclass
+class Reuse:
+    staged: list[StagedFile] = field(default_factory=list)
+    identities: dict[str, str] = field(default_factory=dict)   # source id -> identity
+    linked: int = 0
+    copied: int = 0
+    origin: dict[str, str] = field(default_factory=dict)   # source id -> "store"/"previous"
+
+
+def previous_bundle(target: Path, lock: Lock | None) -> Previous | None:
+    if lock is None or not target.is_dir():
+        return None
+    try:
+        return Previous(find_manifest(target), lock)
+    except BundlerError:
+        return None   # not a bundle, or damaged: nothing to take from it
+
+
+def reuse_runtime(files: list[RuntimeFile], sources: Mapping[str, Source], store: Store | None,
+                  previous: Previous | None, runtime_dir: Path, runtime_relpath: str,
+                  copy: bool) -> Reuse:
+    """Place every file of each source that can be reused into `runtime_dir`."""
+    result = Reuse()
+    runtime_dir.mkdir(parents=True, exist_ok=True)
+    for sid, source in sorted(sources.items()):
+        taken = [f for f in files if f.source == sid]
+        # The store first: the previous bundle costs a hash of the input.
+        way, found = "store", _from_store(source, taken, store)
+        if found is None:
+            way, found = "previous", _from_previous(source, taken, previous)
+        if found is not None:
+            identity, origins = found
+            _place_all(taken, origins, runtime_dir, runtime_relpath, copy, result)
+            result.identities[sid] = identity
+            result.origin[sid] = way
+    return result
+
+
+def _from_store(source: Source, taken: list[RuntimeFile], store: Store | None
+                ) -> tuple[str, dict[str, tuple[Path, str]]] | None:
+    """(identity, {member: (object, sha256)}) if the store has all of `taken`."""
+    fingerprint = source.fingerprint()
+    record = store.record(fingerprint) if store and fingerprint else None
+    if record is None or not source.accepts_identity(record.identity):
+        return None
+    wanted = {f.member: record.members.get(f.member, "") for f in taken}
+    if not all(wanted.values()):
+        return None
+    assert store is not None
+    checked = _checked({m: store.object_path(h) for m, h in wanted.items()}, wanted)
+    if checked is None:
+        for sha256 in wanted.values():
+            store.checked_object(sha256)   # drop what is damaged; the input is read
+        return None
+    if not _confirmed(source, wanted):
+        return None
+    return record.identity, checked
+
+
+def _confirmed(source: Source, wanted: Mapping[str, str]) -> bool:
+    """Whether the input's own record of its members (a wheel's RECORD, read anyway when
+    it was opened) agrees with the stored files: the store's record is then not taken
+    on trust alone."""
+    try:
+        for member, sha256 in wanted.items():
+            source.confirm(member, sha256)
+    except BundlerError:
+        return False
+    return True
+
+
+def _from_previous(source: Source, taken: list[RuntimeFile], previous: Previous | None
+                   ) -> tuple[str, dict[str, tuple[Path, str]]] | None:
+    if previous is None or source.id not in previous.lock.sources:
+        return None
+    pinned = previous.lock.sources[source.id].get("sha256", "")
+    entries = {e.name: e for e in previous.found.manifest.files if e.source == source.id}
+    if not pinned or not all(f.name in entries for f in taken):
+        return None
+    wanted = {f.member: entries[f.name].sha256 for f in taken}
+    paths = {f.member: previous.found.root / entries[f.name].path for f in taken}
+    checked = _checked(paths, wanted)
+    if checked is None or not _confirmed(source, wanted) or \
+            source.identity_by_hashing() != pinned:
+        return None
+    return pinned, checked
+
+
+def _checked(paths: Mapping[str, Path], wanted: Mapping[str, str]
+             ) -> dict[str, tuple[Path, str]] | None:
+    """Each member's file if every one hashes to what it should; else None."""
+    def digest(member: str) -> str:
+        try:
+            return sha256_file(paths[member], f"checking {paths[member].name}")
+        except OSError:
+            return ""
+
+    with ThreadPoolExecutor(_HASH_THREADS) as pool:
+        digests = dict(zip(paths, pool.map(digest, paths)))
+    if any(digests[m] != wanted[m] for m in paths):
+        return None
+    return {m: (paths[m], wanted[m]) for m in paths}
+
+
+def _place_all(taken: list[RuntimeFile], origins: Mapping[str, tuple[Path, str]],
+               runtime_dir: Path, runtime_relpath: str, copy: bool, result: Reuse) -> None:
+    for runtime_file in taken:
+        origin, sha256 = origins[runtime_file.member]
+        target = runtime_dir / runtime_file.name
+        if place(origin, target, copy):
+            result.linked += 1
+        else:
+            result.copied += 1
+        result.staged.append(StagedFile(file=runtime_file, path=target,
+                                        relpath=f"{runtime_relpath}/{runtime_file.name}",
+                                        size=target.stat().st_size, sha256=sha256))
+
+
+def fill_store(store: Store, sources: Mapping[str, Source], staged: list[StagedFile],
+               identities: Mapping[str, str], copy: bool) -> None:
+    """Add what this pack staged to the store, and record each input's fingerprint, so
+    the next pack of these inputs (this app or another) reads none of them."""
+    for item in staged:
+        store.add(item.path, item.sha256, copy=copy)
+    for sid, source in sources.items():
+        fingerprint = source.fingerprint()
+        if fingerprint:
+            members = {i.file.member: i.sha256 for i in staged if i.file.source == sid}
+            store.remember(fingerprint, SourceRecord(identities[sid], members))

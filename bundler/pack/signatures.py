@@ -1,0 +1,101 @@
+"""Signatures: every staged file the recipe says must be signed is checked offline
+(bundler.windows.authenticode) and the result goes into its manifest entry.
+
+A file fails when it is unsigned, changed after signing, signed by someone else, or
+signed through a chain that reaches no root the recipe pins. The spec's
+`allow_unsigned` globs accept a named file without a valid signature (the manifest and
+the pack summary then say so), except a file changed after signing: its own signature
+proves it is not what its signer made, and no spec setting accepts that.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from typing import Protocol
+
+from bundler.errors import CheckError
+from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
+from bundler.pack.resolve import ResolvedRuntime
+from bundler.pack.stage import StagedFile
+from bundler.recipe import Recipe
+from bundler.windows.authenticode import CHANGED, OK, SignatureCheck, Trust, check_signature
+
+
+class Verdicts(Protocol):
+    """Where passed checks are kept (the runtime store): a file's bytes are known by
+    their sha256, so a check that passed for them need not run again."""
+
+    def signature_verdict(self, sha256: str, trust_key: str) -> dict[str, str] | None: ...
+
+    def remember_signature(self, sha256: str, trust_key: str,
+                           verdict: dict[str, str]) -> None: ...
+
+
+def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: ResolvedRuntime,
+                     allow_unsigned: list[str], origins: Mapping[str, str],
+                     verdicts: Verdicts | None = None) -> ResolvedRuntime:
+    """`resolved` with each signed file's signer and signing time; CheckError naming
+    every file that fails, unless the spec accepts it. `verdicts`: checks that passed
+    before, by sha256 (only timestamped ones are kept: they do not expire)."""
+    by_name = {item.file.name: item for item in staged}
+    files: list[FileEntry] = []
+    failed: dict[tuple[str, str, str], list[str]] = {}
+    for entry in resolved.files:
+        item = by_name[entry.name]
+        trust = recipe.trust_for(item.file)
+        if trust is None:
+            files.append(entry)
+            continue
+        found = _checked(item, trust, verdicts)
+        if found.ok:
+            files.append(_signed(entry, found, SIGNATURE_VERIFIED))
+        elif found.status != CHANGED and allowed(entry.name, allow_unsigned):
+            files.append(_signed(entry, found, SIGNATURE_ALLOWED_UNSIGNED))
+        else:
+            key = (origins[item.file.source], trust.signer, found.describe())
+            failed.setdefault(key, []).append(entry.name)
+    if failed:
+        raise CheckError("; ".join(_failure(*key, names) for key, names in failed.items()),
+                         _hint(recipe))
+    return replace(resolved, files=files)
+
+
+def _checked(item: StagedFile, trust: Trust, verdicts: Verdicts | None) -> SignatureCheck:
+    key = hashlib.sha256(json.dumps(asdict(trust), sort_keys=True).encode()).hexdigest()
+    known = verdicts.signature_verdict(item.sha256, key) if verdicts else None
+    if known is not None and known.get("status") == OK and known.get("signed_at"):
+        return SignatureCheck(**known)
+    found = check_signature(item.path, trust)
+    if verdicts is not None and found.ok and found.signed_at:
+        verdicts.remember_signature(item.sha256, key, asdict(found))
+    return found
+
+
+def _failure(origin: str, signer: str, found: str, names: list[str]) -> str:
+    if len(names) == 1:
+        return f"{origin}: {names[0]} must be signed by {signer!r}, but is {found}"
+    return (f"{origin}: {', '.join(names)} must be signed by {signer!r}, but each is "
+            f"{found}")
+
+
+def allowed(name: str, globs: list[str]) -> bool:
+    """Whether a file name matches one of the spec's allow_unsigned globs (Windows file
+    names ignore case, so the match does too)."""
+    return any(fnmatch.fnmatchcase(name.lower(), glob.lower()) for glob in globs)
+
+
+def _signed(entry: FileEntry, found: SignatureCheck, state: str) -> FileEntry:
+    return replace(entry, signature=state, signer=found.signer if found.ok else "",
+                   signed_at=found.signed_at if found.ok else "",
+                   signature_root=found.root if found.ok else "")
+
+
+def _hint(recipe: Recipe) -> str:
+    signers = " / ".join(sorted(recipe.signers))
+    return (f"the source is not the original from {signers}: download it again from "
+            f"{signers}, or — only for files you know are not {signers}'s (stand-ins, "
+            "your own builds) — name them in [runtime] allow_unsigned")

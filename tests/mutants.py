@@ -1,0 +1,116 @@
+"""Break the bootstrap and doctor one mechanism at a time; see which tests notice.
+
+    python3 -m tests.mutants            # every mutant
+    python3 -m tests.mutants flags0     # one, by name
+
+Each mutant is one textual change (README, "What the bootstrap does, and why", and
+the doctor findings). It is applied to a copy of this checkout (the repository is
+never changed), the tests that cover it run there with `-x`, and the mutant is
+reported killed (a test failed) or survived (every test passed). Exit 1 if any
+survived. Needs the Wine harness (tests/setup.sh); about a minute per mutant.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOTSTRAP = "bundler/runtime/bootstrap.py"
+BUNDLE_CHECKS = "bundler/diagnose/doctor/bundle_checks.py"
+BOOTSTRAP_TESTS = ("tests/test_bootstrap_mechanisms.py", "tests/test_pack_windows.py",
+                   "tests/test_doctor_wine.py")
+DOCTOR_TESTS = ("tests/test_bootstrap_mechanisms.py", "tests/test_doctor_wine.py",
+                "tests/test_doctor_logic.py")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    what: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+MUTANTS = (
+    Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOTSTRAP,
+           "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
+           BOOTSTRAP_TESTS),
+    Mutant("flags0", "LoadLibraryExW flags 0 instead of 0x1100", BOOTSTRAP,
+           "_LOAD_FLAGS = 0x00001100", "_LOAD_FLAGS = 0", BOOTSTRAP_TESTS),
+    Mutant("alphabetical", "preload in name order, not the manifest's load_order", BOOTSTRAP,
+           'for relpath in _manifest.get("load_order", []):',
+           'for relpath in sorted(_manifest.get("load_order", [])):', BOOTSTRAP_TESTS),
+    Mutant("no-same-name-check", "a same-named DLL already loaded is not refused", BOOTSTRAP,
+           "if existing and not same_file(existing, path):", "if False:", BOOTSTRAP_TESTS),
+    Mutant("no-driver-check", "activate() skips the driver check", BOOTSTRAP,
+           "    _check_driver()\n", "    pass\n", BOOTSTRAP_TESTS),
+    Mutant("no-runtime-load-findings", "doctor: _runtime_load_findings returns []",
+           BUNDLE_CHECKS, "    component was not selected): harmless unless a foreign copy is "
+           'on the search path."""\n',
+           "    component was not selected): harmless unless a foreign copy is "
+           'on the search path."""\n    return []\n', DOCTOR_TESTS),
+    Mutant("no-system32-check", "doctor: the System32/VC++ presence check is off",
+           BUNDLE_CHECKS, 'if dep.status == "system" and system and not '
+           "_system_dll_present(dep.name, system):", "if False:", DOCTOR_TESTS),
+)
+
+
+def copy_checkout(dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
+        ".git", "__pycache__", "dist", "build", ".mypy_cache", ".ruff_cache", ".pytest_cache"))
+
+
+def apply(mutant: Mutant, tree: Path) -> None:
+    path = tree / mutant.file
+    text = path.read_text()
+    if text.count(mutant.old) != 1:
+        raise SystemExit(f"mutant {mutant.name}: {mutant.old!r} is not in {mutant.file} "
+                         "exactly once; update tests/mutants.py")
+    path.write_text(text.replace(mutant.old, mutant.new))
+
+
+def run(mutant: Mutant, tree: Path) -> tuple[bool, str, float]:
+    """(killed, the first failing test or "", seconds)."""
+    copy_checkout(tree)
+    apply(mutant, tree)
+    env = {**os.environ, "PYTHONPATH": str(tree), "BUNDLER_REQUIRE_WINE": "1"}
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly",
+                           "-p", "no:cacheprovider", *mutant.tests], cwd=tree, env=env,
+                          capture_output=True, text=True, check=False)
+    failed = next((line.split()[1] for line in proc.stdout.splitlines()
+                   if line.startswith(("FAILED ", "ERROR "))), "")
+    (tree.parent / f"{mutant.name}.log").write_text(proc.stdout + proc.stderr)
+    return proc.returncode != 0, failed, time.monotonic() - start
+
+
+def main(names: list[str]) -> int:
+    chosen = [m for m in MUTANTS if not names or m.name in names]
+    survived = []
+    # One fixed folder: the Windows interpreter the harness sets up for it is reused.
+    tree = Path(tempfile.gettempdir()) / "bundler-mutants" / "tree"
+    for mutant in chosen:
+        killed, failed, seconds = run(mutant, tree)
+        verdict = f"killed by {failed}" if killed else "SURVIVED"
+        print(f"{mutant.name:26} {verdict}  ({mutant.what}; {seconds:.0f} s)", flush=True)
+        if not killed:
+            survived.append(mutant.name)
+    shutil.rmtree(tree, ignore_errors=True)
+    print(f"pytest output of each: {tree.parent}/<name>.log")
+    print(f"{len(chosen) - len(survived)} killed, {len(survived)} survived"
+          + (f": {', '.join(survived)}" if survived else ""))
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
