@@ -19,6 +19,7 @@ from pathlib import Path
 from bundler.errors import BundlerError, RefusedError
 from bundler.manifest import DamagedManifest, UnsupportedManifest, find_manifest
 from bundler.support.exclusive import exclusive, lock_file
+from bundler.support.paths import remove_tree
 from bundler.support.swap_journal import (
     Swap,
     begin,
@@ -70,7 +71,7 @@ class Staging:
         self.pending.append((Path(temporary), path))
 
     def discard(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_tree(self.folder)
         for temporary, _ in self.pending:
             temporary.unlink(missing_ok=True)
 

@@ -65,7 +65,6 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     build = BUILDERS[spec.builder]
     store = open_store(environ)
-    previous = previous_bundle(target, _old_lock(spec.lock_path))
 
     def select_and_open(bundle: Path, skip: str) -> tuple[Selection, dict[str, Source]]:
         selection = _select(spec, recipe, bundle, skip)
@@ -79,6 +78,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                           if spec.builder == "folder" and spec.app_path else (None, {}))
     try:
         with staged_output(target, [spec.lock_path]) as staging:
+            # Read under the pack locks, after any interrupted swap was completed.
+            previous = previous_bundle(target, _old_lock(spec.lock_path))
             app_root, bootstrap = build(spec, recipe, staging.folder, target)
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)

@@ -6,7 +6,12 @@ all name places inside the bundle; each must stay inside it on Windows and elsew
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import stat
+import sys
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 # Names Windows cannot give a file or folder, whatever the extension.
@@ -38,3 +43,23 @@ def is_bare_file_name(name: str) -> bool:
 def windows_can_name(part: str) -> bool:
     """Whether Windows can give a file or folder this name."""
     return not (part.endswith((".", " ")) or part.split(".")[0].upper() in _WINDOWS_RESERVED)
+
+
+def remove_tree(folder: str | os.PathLike[str]) -> None:
+    """Remove a folder and everything in it, leaving nothing it can help.
+
+    Runtime files linked from the runtime store are read-only, and Windows refuses to
+    delete a read-only file: clear the mark and retry. (On Windows the mark belongs to
+    the file, so the store's copy loses it too; the store re-hashes whatever it hands
+    out, so that costs no safety.)"""
+    def clear_and_retry(function: Callable[[str], object], name: str, _info: object) -> None:
+        try:
+            os.chmod(name, stat.S_IWRITE | stat.S_IREAD)
+            function(name)
+        except OSError:
+            pass   # what still cannot go (an app holding it open) is left, as before
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(folder, onexc=clear_and_retry)
+    else:
+        shutil.rmtree(folder, onerror=clear_and_retry)

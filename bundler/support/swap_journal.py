@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from pathlib import Path
 from bundler.errors import RefusedError
 from bundler.support.exclusive import LOCK_SUFFIX, exclusive, lock_file
 from bundler.support.json_files import read_json
+from bundler.support.paths import remove_tree
 
 JOURNAL_FORMAT = 1
 _MAX_JOURNAL_BYTES = 1 << 20
@@ -141,7 +141,7 @@ def roll_back(swap: Swap) -> None:
     if swap._old.exists() and not target.exists():
         os.replace(swap._old, target)
         checkpoint("undo-restored")
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_tree(staging)
     for temporary, _ in swap.files:
         Path(temporary).unlink(missing_ok=True)
     _finish(swap)
@@ -152,7 +152,7 @@ def can_roll_back(swap: Swap) -> bool:
 
 
 def _finish(swap: Swap) -> None:
-    shutil.rmtree(swap.retired, ignore_errors=True)
+    remove_tree(swap.retired)
     checkpoint("swap-retired-removed")
     journal_path(Path(swap.target)).unlink(missing_ok=True)
 
@@ -217,7 +217,7 @@ def remove_debris(target: Path, beside: list[Path]) -> None:
     if target.parent.is_dir():
         for entry in target.parent.iterdir():
             if entry.name.startswith(prefixes):
-                shutil.rmtree(entry, ignore_errors=True)
+                remove_tree(entry)
     _journal_temporary(journal_path(target)).unlink(missing_ok=True)
     for final in beside:
         if final.parent.is_dir():
