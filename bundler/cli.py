@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import os
 import shutil
 import signal
@@ -12,30 +11,10 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
-from pathlib import Path
 
 from bundler import __version__
-from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bundle, render_machine
-from bundler.diagnose.inspection import inspect_path
-from bundler.diagnose.inspection import render as render_inspect
-from bundler.diagnose.verify import VerifyReport, bundles_in, verify
-from bundler.errors import EXIT_INTERNAL, EXIT_OK, EXIT_PROBLEMS, BundlerError, LockError
-from bundler.lockfile import Lock, read_lock
-from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
-from bundler.pack.pipeline import PackResult, pack
-from bundler.pack.spec import load_spec
-from bundler.pack.store import (
-    DISABLED,
-    STORE_VARIABLE,
-    StoreReport,
-    examine,
-    open_store,
-    prune,
-)
-from bundler.recipe import Recipe, find_recipe, shipped_recipes
-from bundler.support.swap_journal import journaled_targets, recover_beside
-from bundler.support.text_tables import human_size as _size
+from bundler.commands import cmd_cache, cmd_doctor, cmd_inspect, cmd_pack, cmd_recipes, cmd_verify
+from bundler.errors import EXIT_INTERNAL, EXIT_OK, BundlerError
 from bundler.support.toml_tables import shown
 
 
@@ -44,226 +23,6 @@ def _source_override(text: str) -> tuple[str, str]:
     if not sep or not sid or not path:
         raise argparse.ArgumentTypeError(f"expected ID=PATH, got {text!r}")
     return sid, path
-
-
-def cmd_pack(args: argparse.Namespace) -> int:
-    spec = load_spec(Path(args.spec))
-    result = pack(spec, out=Path(args.out) if args.out else None,
-                  overrides=dict(args.source or []), update_lock=args.update_lock,
-                  offline=args.offline, copy=args.copy)
-    if args.json:
-        print(json.dumps(_pack_summary(result), indent=2))
-    else:
-        _print_pack(result)
-    return EXIT_OK
-
-
-def _pack_summary(result: PackResult) -> dict:
-    manifest = result.manifest
-    return {"out": str(result.out), "lock": str(result.lock_path),
-            "recipe": manifest.recipe.name, "components": list(manifest.components),
-            "files": [asdict(entry) for entry in manifest.files],
-            "load_order": list(manifest.load_order),
-            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size,
-            "selected_because": dict(result.reasons),
-            "allowed_unsigned": [e.path for e in manifest.files
-                                 if e.signature == SIGNATURE_ALLOWED_UNSIGNED],
-            "runtime_origin": asdict(result.origin)}
-
-
-def _print_pack(result: PackResult) -> None:
-    manifest = result.manifest
-    print(f"packed {manifest.recipe.name} into {result.out}")
-    print(f"  components: {', '.join(manifest.components)}")
-    for component, reasons in result.reasons.items():   # what the app scan brought in
-        print(f"  {component}: {'; '.join(reasons)}")
-    for entry in manifest.files:
-        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
-              f"{_signature_note(entry)})")
-    for component, size in manifest.component_sizes().items():
-        print(f"  {_size(size):>10}  component {component}")
-    bootstrap = (f"; verify also checks the bootstrap {manifest.bootstrap.path}"
-                 if manifest.bootstrap.path else "")
-    print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} runtime files"
-          f"{bootstrap}")
-    print(f"  runtime: {_origin_text(result)}")
-    print(f"  lock: {result.lock_path}")
-    allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
-    if allowed:
-        print(f"  NOT SIGNED: {len(allowed)} files lack the signature the recipe asks for and "
-              "were accepted by the spec's allow_unsigned: this runtime is a stand-in or a "
-              f"rebuild, not the original ({', '.join(allowed)})")
-    for exe in sorted(result.out.glob("*.exe")):  # a PyInstaller build: what to run
-        print(f"  run: {exe}")
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def _lock_arg(args: argparse.Namespace) -> Lock | None:
-    if not args.lock:
-        return None
-    lock = read_lock(Path(args.lock))
-    if lock is None:
-        raise LockError(f"{args.lock}: no such lock file", "give the SPEC.lock beside the spec")
-    return lock
-
-
-def _signature_note(entry: FileEntry) -> str:
-    if entry.signature == SIGNATURE_VERIFIED:
-        when = f", timestamp {entry.signed_at}" if entry.signed_at else ""
-        return f"; signed by {entry.signer}{when}"
-    if entry.signature == SIGNATURE_ALLOWED_UNSIGNED:
-        return "; not signed, allowed by allow_unsigned"
-    return ""
-
-
-def _origin_text(result: PackResult) -> str:
-    origin = result.origin
-    how = ("linked" if not origin.copied else "copied" if not origin.linked
-           else f"{origin.linked} linked, {origin.copied} copied")
-    labels = {"read": "read from the inputs", "store": f"from the store ({how})",
-              "previous": f"from the previous bundle ({how})"}
-    return "; ".join(f"{count} file(s) {labels[way]}"
-                     for way, count in sorted(origin.files.items())) or "no files"
-
-
-def cmd_cache(args: argparse.Namespace) -> int:
-    store = open_store(os.environ)
-    if store is None:
-        raise BundlerError(f"the runtime store is off ({STORE_VARIABLE}={DISABLED})",
-                           f"unset {STORE_VARIABLE} to use the store")
-    report = prune(store) if args.action == "prune" and not args.dry_run else examine(store)
-    if args.json:
-        print(json.dumps(asdict(report) | {"unpinned_size": report.unpinned_size},
-                         indent=2, default=str))
-    else:
-        print("\n".join(_store_lines(report, args.action == "prune")))
-    return EXIT_OK
-
-
-def _store_lines(report: StoreReport, pruning: bool) -> list[str]:
-    lines = [f"runtime store {report.root}: {report.objects} file(s), {_size(report.size)}"]
-    for lock in report.locks:
-        state = (f"pins {len(lock.pinned)} file(s)" if lock.exists
-                 else "gone (its files are no longer kept for it)")
-        lines.append(f"  {lock.lock} ({lock.recipe or 'recipe unknown'}): {state}")
-    verb = ("removed" if report.removed else "would remove") if pruning else "pinned by no lock"
-    lines.append(f"  {verb}: {len(report.unpinned)} file(s), {_size(report.unpinned_size)}")
-    if not pruning and report.unpinned:
-        lines.append("  (bundler cache prune removes them; --dry-run shows what it would do)")
-    return lines
-
-
-def cmd_verify(args: argparse.Namespace) -> int:
-    folder = Path(args.appdir)
-    # A pack killed mid-swap: the bundle (or one in the folder) may be aside.
-    for target in [folder.resolve(), *journaled_targets(folder.resolve())]:
-        recover_beside(target, _say)
-    bundles = bundles_in(folder)
-    lock = _lock_arg(args)
-    if lock is not None and len(bundles) > 1:
-        raise BundlerError(f"{folder}: holds {len(bundles)} bundles, and one lock pins one",
-                           "give the bundle folder itself with --lock")
-    reports = []
-    for found in bundles:
-        reports.append(verify(found.root, lock=lock,
-                              lock_path=Path(args.lock) if args.lock else None))
-    if args.json:
-        data = [r.to_dict() for r in reports]
-        print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
-    else:
-        for report in reports:
-            _print_verify(report)
-    return EXIT_OK if all(r.ok for r in reports) else EXIT_PROBLEMS
-
-
-def _print_verify(report: VerifyReport) -> None:
-    for label, items in (("missing", report.missing), ("changed", report.changed),
-                         ("unexpected", report.unexpected),
-                         ("not as locked", report.not_as_locked),
-                         ("signature", report.signatures)):
-        for item in items:
-            print(f"{label}: {item}")
-    against = f" and {report.lock}" if report.lock else ""
-    if report.ok:
-        signed = f", {report.signed} signatures valid" if report.signed else ""
-        print(f"ok: {report.checked} files match {report.manifest}{signed}{against}")
-    else:
-        print(f"{report.app}: the bundle differs from its manifest{against}; hint: re-run "
-              "`bundler pack` (an antivirus may have quarantined a DLL)", file=sys.stderr)
-
-
-def cmd_inspect(args: argparse.Namespace) -> int:
-    report = inspect_path(Path(args.path))
-    _print_report(report, render_inspect(report), args.json)
-    return EXIT_OK
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    if args.appdir:
-        recover_beside(Path(args.appdir).resolve(), _say)
-        bundle = examine_bundle(Path(args.appdir), lock=_lock_arg(args))
-        _print_report(bundle, render_bundle(bundle), args.json)
-        return EXIT_OK if bundle.ok else EXIT_PROBLEMS
-    machine = examine_machine()
-    _print_report(machine, render_machine(machine), args.json)
-    return EXIT_OK if machine.ok else EXIT_PROBLEMS
-
-
-def _print_report(report: object, lines: list[str], as_json: bool) -> None:
-    if as_json:
-        data = asdict(report)  # type: ignore[call-overload]
-        if hasattr(report, "ok"):
-            data["ok"] = report.ok
-        print(json.dumps(data, indent=2))
-    else:
-        print("\n".join(lines))
-
-
-def cmd_recipes(args: argparse.Namespace) -> int:
-    if args.name:
-        recipe = find_recipe(args.name, Path.cwd())
-        if args.json:
-            print(json.dumps(_recipe_summary(recipe), indent=2))
-            return EXIT_OK
-        print(f"{recipe.name}: {recipe.description}")
-        compat = (f" ({recipe.min_driver_compat} with minor-version compatibility)"
-                  if recipe.min_driver_compat else "")
-        print(f"  platform {recipe.platform}; cuDNN {recipe.cudnn}; CUDA {recipe.cuda}; "
-              f"driver >= {recipe.min_driver}{compat}")
-        for source in recipe.sources.values():
-            found_by = f" (found via {', '.join(source.env)})" if source.env else ""
-            what = (f"{source.package}=={source.version}" if source.package
-                    else source.file_name)
-            print(f"  source {source.id}: {source.kind} {what}{found_by}")
-        for component in recipe.components.values():
-            requires = f" -> {', '.join(component.requires)}" if component.requires else ""
-            print(f"  component {component.name}: {', '.join(component.files)}{requires}")
-            if component.description:
-                print(f"    {component.description}")
-        return EXIT_OK
-    recipes = shipped_recipes()
-    if args.json:
-        print(json.dumps([_recipe_summary(r) for r in recipes], indent=2))
-        return EXIT_OK
-    for recipe in recipes:
-        print(f"{recipe.name:40} cuDNN {recipe.cudnn:10} CUDA {recipe.cuda:6} "
-              f"{recipe.platform}")
-    return EXIT_OK
-
-
-def _recipe_summary(recipe: Recipe) -> dict:
-    return {"name": recipe.name, "description": recipe.description,
-            "platform": recipe.platform, "cudnn": recipe.cudnn, "cuda": recipe.cuda,
-            "min_driver": recipe.min_driver, "min_driver_compat": recipe.min_driver_compat,
-            "sources": {s.id: {"kind": s.kind, "package": s.package, "version": s.version,
-                               "file_name": s.file_name, "sha256": s.sha256, "env": list(s.env)}
-                        for s in recipe.sources.values()},
-            "components": {c.name: {"files": list(c.files), "requires": list(c.requires),
-                                    "description": c.description}
-                           for c in recipe.components.values()}}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -317,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "--lock, each file against the lock too. APPDIR may be a folder "
                             "of bundles (dist): each is checked. Exit 1 if any file is "
                             "missing, changed or unexpected.")
-    v.add_argument("appdir", metavar="APPDIR")
+    v.add_argument("appdir", metavar="APPDIR", help="a bundle made by bundler pack "
+                   "(e.g. dist/ocr-server), or a folder of bundles (dist)")
     v.add_argument("--lock", metavar="SPEC.lock", help="the lock the bundle was packed with: "
                    "pins each file's sha256 apart from the manifest")
     v.add_argument("--json", action="store_true", help="print a JSON report")

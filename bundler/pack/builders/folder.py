@@ -66,11 +66,16 @@ def _skip_output(target: Path) -> Callable[[str, list[str]], set[str]]:
         here = Path(folder)
         if here.resolve() == target.parent:
             skipped |= {n for n in names if n == target.name or n.startswith(f".{target.name}.")}
-        skipped |= {n for n in names if (here / n / BOOTSTRAP_NAME).is_file()
-                    or is_pack_file(n)}
+        skipped |= {n for n in names if is_output(here, n)}
         return skipped
 
     return ignore
+
+
+def is_output(folder: Path, name: str) -> bool:
+    """Whether `name` in `folder` is a bundle (it has bundler's bootstrap) or debris of a
+    pack (staging, retired, journal): never part of the app, never copied or scanned."""
+    return (folder / name / BOOTSTRAP_NAME).is_file() or is_pack_file(name)
 
 
 def _refuse_links_leaving(app: Path, ignore: Callable[[str, list[str]], set[str]]) -> None:
