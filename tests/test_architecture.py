@@ -134,3 +134,17 @@ def test_every_spec_and_recipe_key_is_documented() -> None:
         documented = ["`{k}`", "{k} = ", "[{k}.", "[{k}]"]   # a key, an example, a table
         assert sorted(k for k in keys if not any(f.format(k=k) in text for f in documented)
                       ) == [], page
+
+
+def test_every_manifest_and_lock_field_is_documented() -> None:
+    from dataclasses import fields
+
+    from bundler import manifest
+    from bundler.lockfile import Lock
+
+    text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    kinds = (manifest.Manifest, manifest.FileEntry, manifest.BootstrapEntry,
+             manifest.Versions, manifest.RecipeRef, Lock)
+    missing = [f"{kind.__name__}.{f.name}" for kind in kinds for f in fields(kind)
+               if f"`{f.name}`" not in text]
+    assert missing == []
