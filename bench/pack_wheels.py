@@ -53,9 +53,14 @@ print(json.dumps({"code": code, "rchar": int(io["rchar"]), "wchar": int(io["wcha
 """
 
 
-def wheels_for(recipe: Recipe, folder: Path | None) -> dict[str, Path]:
+def wheels_for(recipe: Recipe, folder: Path | None, components: list[str] | None = None
+               ) -> dict[str, Path]:
+    """The wheels the components (default: the recipe's default ones) take files from."""
+    used = {f.source for f in recipe.files_for(recipe.select(components or []))}
     found = {}
     for sid, spec in recipe.sources.items():
+        if sid not in used:
+            continue
         if folder is not None:
             found[sid] = folder / spec.file_name
         else:
@@ -123,7 +128,7 @@ def main() -> None:
     if not shutil.which("unzip"):
         sys.exit("unzip is needed for the baseline (apt-get install unzip)")
     recipe = find_recipe(RECIPE, Path.cwd())
-    wheels = wheels_for(recipe, args.wheels)
+    wheels = wheels_for(recipe, args.wheels, args.components)
     wheel_bytes = sum(p.stat().st_size for p in wheels.values())
     with tempfile.TemporaryDirectory(prefix="bundler-bench-") as temporary:
         work = Path(temporary)

@@ -23,7 +23,7 @@ from bundler.pack.lock import Lock, check_lock, read_lock
 from bundler.pack.output import refuse_unsafe_target, staged_output
 from bundler.pack.resolve import resolve
 from bundler.pack.reuse import fill_store, previous_bundle, reuse_runtime
-from bundler.pack.signatures import check_signatures
+from bundler.pack.signatures import SignatureChecker, check_signatures
 from bundler.pack.sources import Source, close_all, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
@@ -86,16 +86,19 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                 selection, sources = select_and_open(staging.folder, runtime.as_posix())
             files = recipe.files_for(selection.components)
             runtime_dir = app_root / spec.runtime_dir
-            reuse = reuse_runtime(files, sources, store, previous, runtime_dir,
-                                  spec.runtime_dir, copy)
-            read = stage_files([f for f in files if f.source not in reuse.identities],
-                               sources, runtime_dir, spec.runtime_dir)
-            by_name = {item.file.name: item for item in (*reuse.staged, *read)}
-            staged = [by_name[f.name] for f in files]
-            origins = {sid: str(s.location) for sid, s in sources.items()}
-            resolved = resolve(recipe, selection.components, staged, origins)
-            resolved = check_signatures(recipe, staged, resolved, spec.allow_unsigned,
-                                        origins, store)
+            with SignatureChecker(recipe, store) as signatures:
+                reuse = reuse_runtime(files, sources, store, previous, runtime_dir,
+                                      spec.runtime_dir, copy)
+                for item in reuse.staged:
+                    signatures.start(item)
+                read = stage_files([f for f in files if f.source not in reuse.identities],
+                                   sources, runtime_dir, spec.runtime_dir, signatures.start)
+                by_name = {item.file.name: item for item in (*reuse.staged, *read)}
+                staged = [by_name[f.name] for f in files]
+                origins = {sid: str(s.location) for sid, s in sources.items()}
+                resolved = resolve(recipe, selection.components, staged, origins)
+                resolved = check_signatures(recipe, staged, resolved, spec.allow_unsigned,
+                                            origins, signatures)
             manifest = build_manifest(recipe, [c.name for c in selection.components],
                                       spec.runtime_dir, resolved, bootstrap,
                                       spec.require_driver)

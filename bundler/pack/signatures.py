@@ -14,7 +14,9 @@ import fnmatch
 import hashlib
 import json
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Protocol
 
 from bundler.errors import CheckError
@@ -35,12 +37,41 @@ class Verdicts(Protocol):
                            verdict: dict[str, str]) -> None: ...
 
 
+class SignatureChecker:
+    """Checks each staged file's signature on a worker thread as soon as it is staged,
+    so the checks overlap the unpacking of the next member (zlib and hashlib let go of
+    the GIL): on the cuDNN 8.9 set they cost ~1.2 s of CPU, mostly hidden. `verdicts`:
+    checks that passed before, by sha256 (only timestamped ones are kept: they do not
+    expire). Use as a context manager."""
+
+    def __init__(self, recipe: Recipe, verdicts: Verdicts | None = None) -> None:
+        self._recipe = recipe
+        self._verdicts = verdicts
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signatures")
+        self._started: dict[Path, Future[SignatureCheck]] = {}
+
+    def start(self, item: StagedFile) -> None:
+        trust = self._recipe.trust_for(item.file)
+        if trust is not None:
+            self._started[item.path] = self._pool.submit(_checked, item, trust,
+                                                         self._verdicts)
+
+    def result(self, item: StagedFile, trust: Trust) -> SignatureCheck:
+        started = self._started.get(item.path)
+        return started.result() if started else _checked(item, trust, self._verdicts)
+
+    def __enter__(self) -> SignatureChecker:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: ResolvedRuntime,
                      allow_unsigned: list[str], origins: Mapping[str, str],
-                     verdicts: Verdicts | None = None) -> ResolvedRuntime:
+                     checker: SignatureChecker) -> ResolvedRuntime:
     """`resolved` with each signed file's signer and signing time; CheckError naming
-    every file that fails, unless the spec accepts it. `verdicts`: checks that passed
-    before, by sha256 (only timestamped ones are kept: they do not expire)."""
+    every file that fails, unless the spec accepts it."""
     by_name = {item.file.name: item for item in staged}
     files: list[FileEntry] = []
     failed: dict[tuple[str, str, str], list[str]] = {}
@@ -50,7 +81,7 @@ def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: Resolve
         if trust is None:
             files.append(entry)
             continue
-        found = _checked(item, trust, verdicts)
+        found = checker.result(item, trust)
         if found.ok:
             files.append(_signed(entry, found, SIGNATURE_VERIFIED))
         elif found.status != CHANGED and allowed(entry.name, allow_unsigned):

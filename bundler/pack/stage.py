@@ -31,8 +31,10 @@ class StagedFile:
 
 
 def stage_files(files: list[RuntimeFile], sources: Mapping[str, Source],
-                runtime_dir: Path, runtime_relpath: str) -> list[StagedFile]:
-    """Stage `files`; each source must have been opened to take exactly their members."""
+                runtime_dir: Path, runtime_relpath: str,
+                on_staged: Callable[[StagedFile], object] | None = None) -> list[StagedFile]:
+    """Stage `files`; each source must have been opened to take exactly their members.
+    `on_staged` is told each file as soon as it is complete (later checks can start)."""
     runtime_dir.mkdir(parents=True, exist_ok=True)
     total = sum(sources[f.source].size(f.member) for f in files)
     staged: dict[str, StagedFile] = {}
@@ -45,6 +47,8 @@ def stage_files(files: list[RuntimeFile], sources: Mapping[str, Source],
             for item in _stage_source(sources[sid], wanted, runtime_dir, runtime_relpath,
                                       bar.update):
                 staged[item.file.name] = item
+                if on_staged is not None:
+                    on_staged(item)
     return [staged[f.name] for f in files]
 
 

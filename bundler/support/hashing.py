@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import hashlib
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
@@ -11,6 +13,8 @@ from bundler.support.progress import byte_progress
 
 # The size of every streaming read in bundler: hashing, zip members, folder files.
 CHUNK = 1 << 20
+# Bytes handed to write_hashed's second thread and not yet written, at most (about).
+_WAITING = 4 << 20
 
 
 def sha256_file(path: Path, description: str = "") -> str:
@@ -27,16 +31,75 @@ def write_hashed(chunks: Iterable[bytes], out: BinaryIO,
                  advance: Callable[[int], object] | None = None) -> tuple[int, str]:
     """Write `chunks` to `out`, hashing them on the way: (bytes written, sha256).
     Copying out of an archive this way reads each byte once. `advance` is told each
-    chunk's size (a progress bar)."""
+    chunk's size (a progress bar). The chunks must not be reused by their producer:
+    they are hashed and written on a second thread while the next one is made."""
     digest = hashlib.sha256()
     size = 0
-    for chunk in chunks:
-        digest.update(chunk)
-        out.write(chunk)
-        size += len(chunk)
-        if advance is not None:
-            advance(len(chunk))
+    with _Writer(out, digest) as writer:
+        for chunk in chunks:
+            writer.put(chunk)
+            size += len(chunk)
+            if advance is not None:
+                advance(len(chunk))
     return size, digest.hexdigest()
+
+
+class _Writer:
+    """Hashes and writes chunks on a second thread while the caller makes the next one
+    (unpacking a zip member): zlib, hashlib and file writes let go of the GIL, so two
+    cores share the work. Memory stays bounded: the caller waits while more than
+    _WAITING bytes are handed over and not yet written."""
+
+    def __init__(self, out: BinaryIO, digest: hashlib._Hash) -> None:
+        self._out = out
+        self._digest = digest
+        self._pending: collections.deque[bytes | None] = collections.deque()
+        self._pending_bytes = 0
+        self._turn = threading.Condition()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="write-hashed", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._turn:
+                self._turn.wait_for(lambda: bool(self._pending))
+                chunk = self._pending[0]
+            if chunk is None:
+                return
+            if self._error is None:
+                try:
+                    self._digest.update(chunk)
+                    self._out.write(chunk)
+                except BaseException as exc:  # handed to the caller's thread in put/exit
+                    self._error = exc
+            with self._turn:
+                self._pending.popleft()
+                self._pending_bytes -= len(chunk)
+                self._turn.notify_all()
+
+    def put(self, chunk: bytes | None) -> None:
+        if self._error is not None:
+            raise self._error
+        with self._turn:
+            self._turn.wait_for(lambda: self._pending_bytes < _WAITING or not self._pending)
+            self._pending.append(chunk)
+            self._pending_bytes += len(chunk or b"")
+            self._turn.notify_all()
+
+    def __enter__(self) -> _Writer:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_rest: object) -> None:
+        self.put_end()
+        self._thread.join()
+        if self._error is not None and kind is None:
+            raise self._error
+
+    def put_end(self) -> None:
+        with self._turn:
+            self._pending.append(None)
+            self._turn.notify_all()
 
 
 class PiggybackDigest:

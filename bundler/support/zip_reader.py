@@ -52,8 +52,8 @@ class _Decoder(Protocol):
 # a zip bomb's member declaring 5 KB must not grow to gigabytes before it is caught.
 _OUT = CHUNK
 # Deflate64 (inflate64) has no output limit per call, and one 64 KiB match takes a few
-# bits, so its input goes in small slices: at most ~20 MB out of any one slice.
-_DEFLATE64_SLICE = 1 << 10
+# bits, so its input goes in small slices: at most ~13 MB out of any one slice.
+_DEFLATE64_SLICE = 1 << 9
 
 
 class _Stored:
