@@ -37,6 +37,17 @@ BLOCK = 1 << 20
 CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
+def peak_mib():
+    # VmHWM is this process's own high-water mark; ru_maxrss would also count the
+    # parent's memory at fork time (Linux keeps it across exec).
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) >> 10
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+
 from bundler.errors import SourceError
 from bundler.support.hashing import write_hashed
 from bundler.support.zip_reader import ZipArchive
@@ -51,7 +62,7 @@ with ZipArchive(__import__("pathlib").Path(sys.argv[2])) as archive, \\
         size = out.tell()
 print(json.dumps({"outcome": outcome, "written": size,
                   "seconds": round(time.perf_counter() - start, 1),
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10}))
+                  "peak_rss_mib": peak_mib()}))
 """
 
 
@@ -113,12 +124,24 @@ def write_members(path: Path, method: int, members: list[tuple[str, Iterable[byt
 PACK_CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
+
+def peak_mib():
+    # VmHWM is this process's own high-water mark; ru_maxrss would also count the
+    # parent's memory at fork time (Linux keeps it across exec).
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) >> 10
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+
 from bundler.cli import main
 start = time.perf_counter()
 code = main(["pack", sys.argv[2]])
 with open(sys.argv[3], "w") as out:
     json.dump({"exit": code, "seconds": round(time.perf_counter() - start, 1),
-               "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10}, out)
+               "peak_rss_mib": peak_mib()}, out)
 """
 
 
