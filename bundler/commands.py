@@ -68,8 +68,9 @@ def _print_pack(result: PackResult) -> None:
               f"{_signature_note(entry)})")
     for component, size in manifest.component_sizes().items():
         print(f"  {_size(size):>10}  component {component}")
-    bootstrap = (f"; verify also checks the bootstrap {manifest.bootstrap.path}"
-                 if manifest.bootstrap.path else "")
+    extra = [f"the bootstrap {manifest.bootstrap.path}"] if manifest.bootstrap.path else []
+    extra += [f"the entry script {manifest.bootstrap.entry}"] if manifest.bootstrap.entry else []
+    bootstrap = f"; verify also checks {' and '.join(extra)}" if extra else ""
     print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} runtime files"
           f"{bootstrap}")
     print(f"  runtime: {_origin_text(result)}")

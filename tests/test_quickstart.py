@@ -56,8 +56,10 @@ def quickstart_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = bundler_cli("pack", copy / "app.spec", cwd=copy.parent, capture=True)
     assert result.returncode == 0, result.stderr
     assert "packed cudnn-8.0.3.33-cuda10.1-win-x64" in result.stdout
-    # pack counts the runtime's files; verify also checks the bootstrap: say so.
-    assert ("11 runtime files; verify also checks the bootstrap _cudnn_bootstrap.py"
+    # pack counts the runtime's files; verify also checks the bootstrap and the entry
+    # script (13 files): say so.
+    assert ("11 runtime files; verify also checks the bootstrap _cudnn_bootstrap.py and "
+            "the entry script main.py"
             in result.stdout)
     # The stand-ins are not NVIDIA-signed: the spec says so, and so does the output.
     assert "NOT SIGNED: 7 files lack the signature the recipe asks for" in result.stdout

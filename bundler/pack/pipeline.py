@@ -21,13 +21,13 @@ from bundler.pack.builders import BUILDERS
 from bundler.pack.emit import build_manifest
 from bundler.pack.lock import Lock, check_lock, read_lock
 from bundler.pack.output import refuse_unsafe_target, staged_output
-from bundler.pack.resolve import resolve
-from bundler.pack.reuse import fill_store, previous_bundle, reuse_runtime
+from bundler.pack.resolve import ResolvedRuntime, resolve
+from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
 from bundler.pack.signatures import SignatureChecker, check_signatures
 from bundler.pack.sources import Source, close_all, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
-from bundler.pack.store import open_store
+from bundler.pack.store import Store, open_store
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
 
 
@@ -84,23 +84,12 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
                 selection, sources = select_and_open(staging.folder, runtime.as_posix())
-            files = recipe.files_for(selection.components)
             runtime_dir = app_root / spec.runtime_dir
-            with SignatureChecker(recipe, store) as signatures:
-                reuse = reuse_runtime(files, sources, store, previous, runtime_dir,
-                                      spec.runtime_dir, copy)
-                for item in reuse.staged:
-                    signatures.start(item)
-                read = stage_files([f for f in files if f.source not in reuse.identities],
-                                   sources, runtime_dir, spec.runtime_dir, signatures.start)
-                by_name = {item.file.name: item for item in (*reuse.staged, *read)}
-                staged = [by_name[f.name] for f in files]
-                origins = {sid: str(s.location) for sid, s in sources.items()}
-                resolved = resolve(recipe, selection.components, staged, origins)
-                resolved = check_signatures(recipe, staged, resolved, spec.allow_unsigned,
-                                            origins, signatures)
+            made = _make_runtime(spec, recipe, selection, sources, store, previous,
+                                 runtime_dir, copy)
+            staged, reuse = made.staged, made.reuse
             manifest = build_manifest(recipe, [c.name for c in selection.components],
-                                      spec.runtime_dir, resolved, bootstrap,
+                                      spec.runtime_dir, made.resolved, bootstrap,
                                       spec.require_driver)
             write_manifest(runtime_dir / MANIFEST_NAME, manifest)
             identities = _identities(sources, staged, reuse.identities)
@@ -113,10 +102,39 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             store.register_lock(spec.lock_path, recipe.name)
     finally:
         close_all(sources)
-    ways = Counter(reuse.origin.get(f.source, "read") for f in files)
+    ways = Counter(reuse.origin.get(item.file.source, "read") for item in staged)
     origin = RuntimeOrigin(files=dict(ways), linked=reuse.linked, copied=reuse.copied)
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
                       reasons=selection.reasons)
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    staged: list[StagedFile]      # in the recipe's order
+    reuse: Reuse                  # what was taken from the store or the previous bundle
+    resolved: ResolvedRuntime     # checked, signatures recorded
+
+
+def _make_runtime(spec: Spec, recipe: Recipe, selection: Selection,
+                  sources: Mapping[str, Source], store: Store | None,
+                  previous: Previous | None, runtime_dir: Path, copy: bool) -> _Runtime:
+    """The runtime folder's files: reused where an earlier read allows, else read from
+    the sources; then the pack-time checks and the signatures (checked as files land)."""
+    files = recipe.files_for(selection.components)
+    with SignatureChecker(recipe, store) as signatures:
+        reuse = reuse_runtime(files, sources, store, previous, runtime_dir,
+                              spec.runtime_dir, copy)
+        for item in reuse.staged:
+            signatures.start(item)
+        read = stage_files([f for f in files if f.source not in reuse.identities],
+                           sources, runtime_dir, spec.runtime_dir, signatures.start)
+        by_name = {item.file.name: item for item in (*reuse.staged, *read)}
+        staged = [by_name[f.name] for f in files]
+        origins = {sid: str(s.location) for sid, s in sources.items()}
+        resolved = resolve(recipe, selection.components, staged, origins)
+        resolved = check_signatures(recipe, staged, resolved, spec.allow_unsigned,
+                                    origins, signatures)
+    return _Runtime(staged, reuse, resolved)
 
 
 def _select(spec: Spec, recipe: Recipe, app: Path, skip: str) -> Selection:
