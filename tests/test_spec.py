@@ -160,3 +160,16 @@ def test_a_typo_is_named_by_the_cli_with_the_key_it_meant(tmp_path: Path) -> Non
     assert result.returncode == 2
     assert "unknown key 'runtime.recipie' (did you mean 'recipe'?)" in result.stderr
     assert result.stderr.startswith("bundler: error: ") and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("old, new, says", [
+    ('path = "app"\nentry = "main.py"', 'builder = "pyinstaller"\nscript = "m.py"\n'
+     'entry = "main.py"', "app.entry is for builder"),
+    ('entry = "main.py"', 'entry = "main.py"\nonefile = true', "onefile need builder"),
+])
+def test_a_key_the_builder_would_ignore_is_refused(tmp_path: Path, old: str, new: str,
+                                                   says: str) -> None:
+    spec = tmp_path / "app.spec"
+    spec.write_text(GOOD.replace(old, new))
+    with pytest.raises(SpecError, match=says):
+        load_spec(spec)

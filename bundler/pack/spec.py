@@ -181,10 +181,15 @@ def _check_builder_keys(spec: Spec) -> None:
         if spec.app_path is None:
             raise SpecError(f"{where}: app.path is required with builder = \"folder\"",
                             'add path = "app" (the folder to ship, relative to the spec)')
-        if spec.script or spec.pyinstaller_spec:
-            raise SpecError(f"{where}: app.script/pyinstaller_spec need builder = "
+        if spec.script or spec.pyinstaller_spec or spec.onefile:
+            raise SpecError(f"{where}: app.script/pyinstaller_spec/onefile need builder = "
                             '"pyinstaller"', 'set builder = "pyinstaller" or remove them')
-    elif (spec.script is None) == (spec.pyinstaller_spec is None):
+        return
+    if spec.entry:  # it would be silently ignored: say so
+        raise SpecError(f"{where}: app.entry is for builder = \"folder\"; a PyInstaller app "
+                        "loads the bootstrap through its first runtime hook",
+                        "remove app.entry (app.script names the script to build)")
+    if (spec.script is None) == (spec.pyinstaller_spec is None):
         raise SpecError(f"{where}: builder = \"pyinstaller\" needs exactly one of "
                         "app.script and app.pyinstaller_spec",
                         'add script = "main.py" or pyinstaller_spec = "app.spec"')
