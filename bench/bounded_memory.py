@@ -34,7 +34,8 @@ import inflate64
 REPO = Path(__file__).resolve().parents[1]
 BLOCK = 1 << 20
 
-CHILD = """
+# Both children start with this: the path to bundler, and their own peak memory.
+_PREAMBLE = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 def peak_mib():
@@ -47,7 +48,9 @@ def peak_mib():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+"""
 
+CHILD = _PREAMBLE + """
 from bundler.errors import SourceError
 from bundler.support.hashing import write_hashed
 from bundler.support.zip_reader import ZipArchive
@@ -121,21 +124,7 @@ def write_members(path: Path, method: int, members: list[tuple[str, Iterable[byt
                               len(central), start, 0))
 
 
-PACK_CHILD = """
-import json, resource, sys, time
-sys.path.insert(0, sys.argv[1])
-
-def peak_mib():
-    # VmHWM is this process's own high-water mark; ru_maxrss would also count the
-    # parent's memory at fork time (Linux keeps it across exec).
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) >> 10
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
-
+PACK_CHILD = _PREAMBLE + """
 from bundler.cli import main
 start = time.perf_counter()
 code = main(["pack", sys.argv[2]])

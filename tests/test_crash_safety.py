@@ -136,6 +136,19 @@ def test_a_killed_pack_leaves_no_debris_after_the_next_pack(crash_case) -> None:
     assert debris(work) == []
 
 
+def paused_pack(work: Path, toolkit: Path, point: str, flag: Path) -> subprocess.Popen[str]:
+    """A real pack (changed inputs, --update-lock) that stops at `point` until `flag`
+    exists; returned once it has stopped there."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), PAUSE_AT_ENV: f"{point}:{flag}"}
+    process = subprocess.Popen([sys.executable, "-m", "bundler", "pack", work / "app.spec",
+                                "--source", f"cuda={toolkit}", "--update-lock"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not Path(f"{flag}.paused").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    return process
+
+
 def test_a_second_pack_waits_for_the_first_and_then_checks_its_lock(crash_case) -> None:
     """Two real processes: the second waits (saying for whom) while the first holds the
     target, then sees the lock the first wrote, so its changed inputs are refused."""
@@ -143,13 +156,7 @@ def test_a_second_pack_waits_for_the_first_and_then_checks_its_lock(crash_case) 
     work = fresh(pristine)
     flag = work.parent / "go"
     flag.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), PAUSE_AT_ENV: f"staged:{flag}"}
-    first = subprocess.Popen([sys.executable, "-m", "bundler", "pack", work / "app.spec",
-                              "--source", f"cuda={toolkit}", "--update-lock"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while not Path(f"{flag}.paused").exists() and time.time() < deadline:
-        time.sleep(0.05)
+    first = paused_pack(work, toolkit, "staged", flag)
     second = subprocess.Popen([sys.executable, "-m", "bundler", "pack", work / "app.spec"],
                               env={**os.environ, "PYTHONPATH": str(ROOT)},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -208,13 +215,7 @@ def test_a_terminated_pack_cleans_up_at_once(crash_case, signum: int, point: str
     pristine, toolkit, old, _new = crash_case
     work = fresh(pristine)
     flag = work.parent / "never"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), PAUSE_AT_ENV: f"{point}:{flag}"}
-    process = subprocess.Popen([sys.executable, "-m", "bundler", "pack", work / "app.spec",
-                                "--source", f"cuda={toolkit}", "--update-lock"], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while not Path(f"{flag}.paused").exists() and time.time() < deadline:
-        time.sleep(0.05)
+    process = paused_pack(work, toolkit, point, flag)
     Path(f"{flag}.paused").unlink()
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)

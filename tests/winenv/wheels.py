@@ -30,6 +30,12 @@ def nvidia_wheel(recipe: str, source_id: str) -> Path:
     if (spec.version, spec.sha256) != (pin.version, pin.sha256):
         raise PinMismatch(f"recipe {recipe} pins {spec.package}=={spec.version} "
                           f"({spec.sha256}), pins.toml {pin.requirement} ({pin.sha256})")
+    return fetched_once(spec)
+
+
+def fetched_once(spec: SourceSpec) -> Path:
+    """The pinned wheel in the harness cache, fetched with pip (one process at a time)
+    on first use."""
     root = wheel_cache()
     found = cached(spec, root)
     if found:
@@ -59,12 +65,7 @@ ORT_PROVIDER = "onnxruntime/capi/onnxruntime_providers_cuda.dll"
 
 def ort_wheel() -> Path:
     """The real onnxruntime-gpu 1.26.0 cp311 win_amd64 wheel, fetched with pip once."""
-    root = wheel_cache()
-    found = cached(ORT_WHEEL, root)
-    if found:
-        return found
-    with locked(f"wheel-{ORT_WHEEL.sha256[:16]}"):
-        return cached(ORT_WHEEL, root) or fetch(ORT_WHEEL, root)
+    return fetched_once(ORT_WHEEL)
 
 
 # The smallest NVIDIA-signed DLL in a small wheel: cudart64_13.dll (551,024 bytes) in
@@ -78,9 +79,4 @@ SIGNED_CUDART_SHA256 = "16ab35d8150b6105b7e49da264d360db4ece090157ad48d226c1dc72
 
 def signed_cudart_wheel() -> Path:
     """nvidia-cuda-runtime==13.5.37 (2.8 MB), pinned by sha256: a real NVIDIA-signed DLL."""
-    root = wheel_cache()
-    found = cached(SIGNED_CUDART, root)
-    if found:
-        return found
-    with locked(f"wheel-{SIGNED_CUDART.sha256[:16]}"):
-        return cached(SIGNED_CUDART, root) or fetch(SIGNED_CUDART, root)
+    return fetched_once(SIGNED_CUDART)
