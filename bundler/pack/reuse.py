@@ -93,10 +93,13 @@ def _from_store(source: Source, taken: list[RuntimeFile], store: Store | None
     if not all(wanted.values()):
         return None
     assert store is not None
-    checked = _checked({m: store.object_path(h) for m, h in wanted.items()}, wanted)
+    paths = {m: store.object_path(h) for m, h in wanted.items()}
+    digests = _digests(paths)
+    damaged = [m for m in paths if digests[m] and digests[m] != wanted[m]]
+    for member in damaged:
+        store.discard(wanted[member])   # the input is read, and the store mended
+    checked = _checked(paths, wanted, digests)
     if checked is None:
-        for sha256 in wanted.values():
-            store.checked_object(sha256)   # drop what is damaged; the input is read
         return None
     if not _confirmed(source, wanted):
         return None
@@ -125,16 +128,15 @@ def _from_previous(source: Source, taken: list[RuntimeFile], previous: Previous 
         return None
     wanted = {f.member: entries[f.name].sha256 for f in taken}
     paths = {f.member: previous.found.root / entries[f.name].path for f in taken}
-    checked = _checked(paths, wanted)
+    checked = _checked(paths, wanted, _digests(paths))
     if checked is None or not _confirmed(source, wanted) or \
             source.identity_by_hashing() != pinned:
         return None
     return pinned, checked
 
 
-def _checked(paths: Mapping[str, Path], wanted: Mapping[str, str]
-             ) -> dict[str, tuple[Path, str]] | None:
-    """Each member's file if every one hashes to what it should; else None."""
+def _digests(paths: Mapping[str, Path]) -> dict[str, str]:
+    """Each member's file's sha256 ("" where it cannot be read)."""
     def digest(member: str) -> str:
         try:
             return sha256_file(paths[member], f"checking {paths[member].name}")
@@ -142,7 +144,12 @@ def _checked(paths: Mapping[str, Path], wanted: Mapping[str, str]
             return ""
 
     with ThreadPoolExecutor(_HASH_THREADS) as pool:
-        digests = dict(zip(paths, pool.map(digest, paths)))
+        return dict(zip(paths, pool.map(digest, paths)))
+
+
+def _checked(paths: Mapping[str, Path], wanted: Mapping[str, str],
+             digests: Mapping[str, str]) -> dict[str, tuple[Path, str]] | None:
+    """Each member's file if every one hashes to what it should; else None."""
     if any(digests[m] != wanted[m] for m in paths):
         return None
     return {m: (paths[m], wanted[m]) for m in paths}

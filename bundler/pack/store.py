@@ -77,8 +77,12 @@ class Store:
                 return path
         except OSError:
             return None
-        _remove(path)
+        self.discard(sha256)
         return None
+
+    def discard(self, sha256: str) -> None:
+        """Remove a damaged object: the next pack that needs it reads its input again."""
+        _remove(self.object_path(sha256))
 
     def add(self, path: Path, sha256: str, copy: bool = False) -> None:
         """Make `path` (hashed by the caller to `sha256`) the store's object for it:

@@ -78,13 +78,13 @@ class _Writer:
                 self._pending_bytes -= len(chunk)
                 self._turn.notify_all()
 
-    def put(self, chunk: bytes | None) -> None:
+    def put(self, chunk: bytes) -> None:
         if self._error is not None:
             raise self._error
         with self._turn:
             self._turn.wait_for(lambda: self._pending_bytes < _WAITING or not self._pending)
             self._pending.append(chunk)
-            self._pending_bytes += len(chunk or b"")
+            self._pending_bytes += len(chunk)
             self._turn.notify_all()
 
     def __enter__(self) -> _Writer:
