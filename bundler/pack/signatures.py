@@ -10,7 +10,6 @@ proves it is not what its signer made, and no spec setting accepts that.
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 from collections.abc import Mapping
@@ -25,6 +24,7 @@ from bundler.pack.resolve import ResolvedRuntime
 from bundler.pack.stage import StagedFile
 from bundler.recipe import Recipe
 from bundler.windows.authenticode import CHANGED, OK, SignatureCheck, Trust, check_signature
+from bundler.windows.facts import name_matches
 
 
 class Verdicts(Protocol):
@@ -116,7 +116,7 @@ def _failure(origin: str, signer: str, found: str, names: list[str]) -> str:
 def allowed(name: str, globs: list[str]) -> bool:
     """Whether a file name matches one of the spec's allow_unsigned globs (Windows file
     names ignore case, so the match does too)."""
-    return any(fnmatch.fnmatchcase(name.lower(), glob.lower()) for glob in globs)
+    return name_matches(name, globs)
 
 
 def _signed(entry: FileEntry, found: SignatureCheck, state: str) -> FileEntry:

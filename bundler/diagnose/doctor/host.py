@@ -7,7 +7,6 @@ bare-name load searches, in order, are in windows.toml (dll_search_order).
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shutil
 import struct
@@ -25,7 +24,7 @@ from bundler.runtime.bootstrap import driver_from_file_version
 from bundler.runtime.bootstrap import probe_driver as load_nvcuda
 from bundler.support.hashing import sha256_file
 from bundler.windows.compat import CompatFacts
-from bundler.windows.facts import windows_facts
+from bundler.windows.facts import name_matches, windows_facts
 from bundler.windows.imports import is_runtime_dll
 from bundler.windows.pe_file import read_pe
 
@@ -154,11 +153,10 @@ def _merge(ordered: list[tuple[str, str, bool]]) -> list[SearchFolder]:
 def find_copies(folders: Iterable[SearchFolder], patterns: Iterable[str]) -> list[DllCopy]:
     """Every file in the folders matching a pattern (case-insensitive), in folder order.
     Copies of a name found more than once are hashed, to tell equal from different."""
-    lowered = [p.lower() for p in patterns]
+    patterns = tuple(patterns)
     recipes = tuple(shipped_recipes())
     found = [_copy(folder, entry, recipes) for folder in folders
-             for entry in _listing(folder.path)
-             if any(fnmatch.fnmatchcase(entry.name.lower(), p) for p in lowered)]
+             for entry in _listing(folder.path) if name_matches(entry.name, patterns)]
     counts: dict[str, int] = {}
     for copy in found:
         counts[copy.name.lower()] = counts.get(copy.name.lower(), 0) + 1
