@@ -105,12 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(run=cmd_doctor)
 
     r = commands.add_parser("recipes", parents=[common],
-                            help="list the shipped recipes, or show one",
+                            help="list the recipes and releases bundler knows, or show one",
                             description="Without NAME: every shipped recipe with its cuDNN, "
-                            "CUDA and platform. With NAME: its sources, components (what "
+                            "CUDA and platform, and the release families. With a family "
+                            "(cudnn9) or a version prefix (9.1): the releases it has. With "
+                            "a name: its sources (and how each is trusted), components (what "
                             "each requires) and driver minimum.")
     r.add_argument("name", nargs="?", metavar="NAME",
-                   help="a shipped recipe's name (as listed), or a recipe file")
+                   help="a recipe or release name (cudnn-9.1.0.70-cuda12-win-x64), a family "
+                   "(cudnn9), a version prefix (9.1), or a recipe file")
+    r.add_argument("--write", metavar="FILE", help="with NAME: write the recipe to FILE, to "
+                   "edit (e.g. to pair other CUDA wheels) and name in a spec")
     r.add_argument("--json", action="store_true", help="print the recipe(s) as JSON")
     r.set_defaults(run=cmd_recipes)
     return parser

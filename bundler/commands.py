@@ -14,7 +14,14 @@ from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bund
 from bundler.diagnose.inspection import inspect_path
 from bundler.diagnose.inspection import render as render_inspect
 from bundler.diagnose.verify import VerifyReport, bundles_in, verify
-from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError, LockError
+from bundler.errors import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    BundlerError,
+    LockError,
+    RecipeError,
+    RefusedError,
+)
 from bundler.lockfile import Lock, read_lock
 from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.pipeline import PackResult, pack
@@ -28,6 +35,7 @@ from bundler.pack.store import (
     prune,
 )
 from bundler.recipe import Recipe, find_recipe, shipped_recipes
+from bundler.releases.catalogue import Release, family_counts, find_release, matching_releases
 from bundler.support.swap_journal import journaled_targets, recover_beside
 from bundler.support.text_tables import human_size as _size
 
@@ -210,26 +218,18 @@ def _print_report(report: object, lines: list[str], as_json: bool) -> None:
 
 
 def cmd_recipes(args: argparse.Namespace) -> int:
+    if args.name and not args.write:
+        releases = matching_releases(args.name)
+        if releases is not None and not find_release(args.name):
+            return _list_releases(args.name, releases, args.json)
     if args.name:
         recipe = find_recipe(args.name, Path.cwd())
+        if args.write:
+            return _write_recipe(recipe, Path(args.write))
         if args.json:
             print(json.dumps(_recipe_summary(recipe), indent=2))
             return EXIT_OK
-        print(f"{recipe.name}: {recipe.description}")
-        compat = (f" ({recipe.min_driver_compat} with minor-version compatibility)"
-                  if recipe.min_driver_compat else "")
-        print(f"  platform {recipe.platform}; cuDNN {recipe.cudnn}; CUDA {recipe.cuda}; "
-              f"driver >= {recipe.min_driver}{compat}")
-        for source in recipe.sources.values():
-            found_by = f" (found via {', '.join(source.env)})" if source.env else ""
-            what = (f"{source.package}=={source.version}" if source.package
-                    else source.file_name)
-            print(f"  source {source.id}: {source.kind} {what}{found_by}")
-        for component in recipe.components.values():
-            requires = f" -> {', '.join(component.requires)}" if component.requires else ""
-            print(f"  component {component.name}: {', '.join(component.files)}{requires}")
-            if component.description:
-                print(f"    {component.description}")
+        _show_recipe(recipe)
         return EXIT_OK
     recipes = shipped_recipes()
     if args.json:
@@ -238,6 +238,53 @@ def cmd_recipes(args: argparse.Namespace) -> int:
     for recipe in recipes:
         print(f"{recipe.name:40} cuDNN {recipe.cudnn:10} CUDA {recipe.cuda:6} "
               f"{recipe.platform}")
+    print("\nand every release of the catalogue, by name (cudnn-<version>-cuda<CUDA>-win-x64):")
+    for major, count, first, last in family_counts():
+        print(f"  cudnn{major}-win-x64: {count} releases, {first} ... {last}")
+    print("list a family or a series with: bundler recipes cudnn9 | bundler recipes 9.1")
+    return EXIT_OK
+
+
+def _show_recipe(recipe: Recipe) -> None:
+    print(f"{recipe.name}: {recipe.description}")
+    compat = (f" ({recipe.min_driver_compat} with minor-version compatibility)"
+              if recipe.min_driver_compat else "")
+    print(f"  platform {recipe.platform}; cuDNN {recipe.cudnn}; CUDA {recipe.cuda}; "
+          f"driver >= {recipe.min_driver}{compat}")
+    for source in recipe.sources.values():
+        found_by = f" (found via {', '.join(source.env)})" if source.env else ""
+        what = (f"{source.package}=={source.version}" if source.package
+                else source.file_name)
+        print(f"  source {source.id}: {source.kind} {what}{found_by}; {source.trust}")
+    for component in recipe.components.values():
+        requires = f" -> {', '.join(component.requires)}" if component.requires else ""
+        print(f"  component {component.name}: {', '.join(component.files)}{requires}")
+        if component.description:
+            print(f"    {component.description}")
+
+
+def _list_releases(query: str, releases: list[Release], as_json: bool) -> int:
+    if not releases:
+        raise RecipeError(f"bundler knows no cuDNN release matching '{query}'",
+                          "bundler recipes lists the families and their ranges")
+    rows = [{"name": r.name, "cudnn": r.cudnn, "cuda": r.cuda,
+             "wheel": r.wheel.file_name if r.wheel else "",
+             "archives": [a.file_name for a in r.archives]} for r in releases]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for row in rows:
+        channels = (["PyPI wheel"] if row["wheel"] else []) + list(row["archives"])
+        print(f"{row['name']:40} {', '.join(channels)}")
+    return EXIT_OK
+
+
+def _write_recipe(recipe: Recipe, path: Path) -> int:
+    """The recipe as a file the user can edit and name in a spec (recipe = "FILE")."""
+    if path.exists():
+        raise RefusedError(f"{path} exists", "choose another file name, or remove it first")
+    path.write_bytes(recipe.text)
+    print(f"wrote {recipe.name} to {path}: name it in the spec as recipe = \"{path}\"")
     return EXIT_OK
 
 

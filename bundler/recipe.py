@@ -8,17 +8,24 @@ elsewhere reads these facts; it never hard-codes a runtime.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError
+from bundler.recipe_checks import check_consistency, signer_trust
+from bundler.releases.channels import detect as detect_channel
+from bundler.releases.render import (
+    CUDNN_SOURCE,
+    channel_of,
+    default_channel,
+    release_for,
+    render,
+)
 from bundler.support.paths import is_bare_file_name
-from bundler.support.toml_tables import Table, load_toml_bytes
+from bundler.support.toml_tables import Table, load_toml_bytes, parse_toml_text
 from bundler.windows.authenticode import Trust
 from bundler.windows.compat import compat_facts
-from bundler.windows.facts import windows_facts
 
 LICENCE_COMPONENT = "licence"
 
@@ -59,6 +66,20 @@ class SourceSpec:
     version: str = ""
     platform_tag: str = ""
     signed_by: str = ""   # who must have signed its DLLs (a [signers] name); "" for no one
+    # The signature is checked where the file carries one (an era whose signing is not
+    # known: an unsigned file passes, a file signed by anyone else does not).
+    signature_optional: bool = False
+    pin_source: str = ""  # who published the sha256 pin (shown by the pack summary)
+
+    @property
+    def trust(self) -> str:
+        """How an input of this source is vouched for, in the pack summary's words."""
+        if self.sha256:
+            return f"pinned by sha256 ({self.pin_source})" if self.pin_source else \
+                "pinned by sha256"
+        if self.signed_by and not self.signature_optional:
+            return f"verified by {self.signed_by}'s signature (no published sha256)"
+        return "trusted on first pack: its sha256 is pinned in the lock from now on"
 
 
 @dataclass(frozen=True)
@@ -72,6 +93,9 @@ class RuntimeFile:
     version: str = ""
     loads: tuple[str, ...] = ()
     signed_by: str = ""   # who must have signed it (a [signers] name); "" for no one
+    signature_optional: bool = False   # its source's: checked only where present
+    # What its export cudnnGetVersion returns (read from the code, not run); 0: unchecked.
+    cudnn_get_version: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +130,7 @@ class Recipe:
     # Who signs what: a signer's name (the leaf's common name) -> the roots its chain and
     # its timestamps must reach (bundler/windows/roots.toml has the certificates).
     signers: dict[str, Trust] = field(default_factory=dict)
+    text: bytes = field(default=b"", repr=False)   # the TOML it was read from
 
     def trust_for(self, runtime_file: RuntimeFile) -> Trust | None:
         """What must have signed the file, or None when the recipe asks no signature."""
@@ -168,20 +193,57 @@ def shipped_recipes() -> list[Recipe]:
     return [load_recipe_file(p) for p in sorted(shipped_recipe_dir().glob("*.toml"))]
 
 
-def find_recipe(name_or_path: str, relative_to: Path) -> Recipe:
-    """A shipped recipe by name, or a recipe file by path (relative to the spec)."""
+def families_dir() -> Path:
+    return shipped_recipe_dir() / "families"
+
+
+def find_recipe(name_or_path: str, relative_to: Path,
+                cudnn_input: Path | None = None) -> Recipe:
+    """A recipe file by path (relative to the spec), a shipped recipe by name, or any
+    release of the catalogue by name, rendered from its family (bundler/releases/).
+    `cudnn_input`: the cuDNN input the spec gives, whose layout picks the channel."""
     if name_or_path.endswith(".toml") or "/" in name_or_path or "\\" in name_or_path:
         return load_recipe_file((relative_to / name_or_path).resolve())
     candidate = shipped_recipe_dir() / f"{name_or_path}.toml"
-    if candidate.is_file():
-        return load_recipe_file(candidate)
-    known = ", ".join(r.name for r in shipped_recipes())
-    raise RecipeError(f"no shipped recipe is named '{name_or_path}'",
-                      f"use one of: {known} (bundler recipes), or a path to a recipe file")
+    shipped = load_recipe_file(candidate) if candidate.is_file() else None
+    if shipped is not None and not _needs_rendering(shipped, cudnn_input):
+        return shipped
+    release = release_for(name_or_path)
+    if release is None:
+        known = ", ".join(r.name for r in shipped_recipes())
+        raise RecipeError(f"no shipped recipe is named '{name_or_path}'",
+                          f"use one of: {known}, a catalogue release "
+                          "(cudnn-<version>-cuda<major>-win-x64: bundler recipes), or a "
+                          "path to a recipe file")
+    channel = (channel_of(release, cudnn_input) if cudnn_input is not None
+               else default_channel(release))
+    text = render(release, channel, families_dir()).encode()
+    return load_recipe_text(text, Path(f"{release.name} (rendered from "
+                                       f"recipes/families/cudnn{release.major}-win-x64.toml)"))
+
+
+def _needs_rendering(shipped: Recipe, cudnn_input: Path | None) -> bool:
+    """Whether the spec's cuDNN input is another channel than the shipped recipe reads
+    (NVIDIA's redist archive of a release the shipped recipe takes from PyPI)."""
+    own = shipped.sources.get(CUDNN_SOURCE)
+    if cudnn_input is None or own is None:
+        return False
+    major = int(shipped.cudnn.split(".")[0])
+    found = detect_channel(cudnn_input, major)
+    return (found.kind, found.root) != (own.kind, own.root)
 
 
 def load_recipe_file(path: Path) -> Recipe:
     data, raw = load_toml_bytes(path, RecipeError, "recipe")
+    return _recipe(data, raw, path)
+
+
+def load_recipe_text(raw: bytes, label: Path) -> Recipe:
+    """A recipe from TOML text (a rendered one); `label` names it in messages."""
+    return _recipe(parse_toml_text(raw.decode(), label, RecipeError), raw, label)
+
+
+def _recipe(data: dict, raw: bytes, path: Path) -> Recipe:
     top = Table(data, path, "", RecipeError, "docs/recipe-format.md")
     name = top.take("name", str)
     platform = top.take("platform", str)
@@ -190,7 +252,7 @@ def load_recipe_file(path: Path) -> Recipe:
     cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
     min_driver, min_driver_compat = _driver_minimums(versions, cuda)
     versions.done()
-    signers = {name: _signer(name, t) for name, t in top.tables("signers").items()}
+    signers = {name: signer_trust(name, t) for name, t in top.tables("signers").items()}
     sources = {sid: _source(sid, t, platform) for sid, t in top.tables("sources").items()}
     file_facts = top.tables("files")
     components, files = _components(top, sources, file_facts)
@@ -204,8 +266,8 @@ def load_recipe_file(path: Path) -> Recipe:
                     cuda=cuda, min_driver=min_driver, sources=sources,
                     components=components, files=files, licences=licences, path=path,
                     sha256=hashlib.sha256(raw).hexdigest(),
-                    min_driver_compat=min_driver_compat, signers=signers)
-    _check_consistency(recipe)
+                    min_driver_compat=min_driver_compat, signers=signers, text=raw)
+    check_consistency(recipe)
     return recipe
 
 
@@ -246,33 +308,15 @@ def _source(sid: str, table: Table, platform: str) -> SourceSpec:
         # (win-amd64 -> win_amd64) unless the recipe says otherwise.
         platform_tag=table.take("platform_tag", str,
                                 platform.replace("-", "_") if kind == "wheel" else ""),
-        signed_by=table.take("signed_by", str, ""))
+        signed_by=table.take("signed_by", str, ""),
+        signature_optional=table.take("signature_optional", bool, False),
+        pin_source=table.take("pin_source", str, ""))
     table.done()
     if kind == "wheel" and not (spec.package and spec.version):
         raise RecipeError(f"{table.path}: [sources.{sid}] is a wheel but lacks package or "
                           "version", 'add package = "nvidia-..." and version = "..." (and '
                           "sha256, to let bundler fetch it)")
     return spec
-
-
-_FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
-
-
-def _signer(name: str, table: Table) -> Trust:
-    """[signers."NAME"]: the roots (SHA-256 of each DER certificate) NAME's chain must
-    reach, and those its timestamps may reach (default: the same)."""
-    roots = tuple(table.take_str_list("roots"))
-    stamps = tuple(table.take_str_list("timestamp_roots", list(roots)))
-    table.done()
-    for fingerprint in roots + stamps:
-        if not _FINGERPRINT.match(fingerprint):
-            raise RecipeError(f"{table.path}: [signers.\"{name}\"] root {fingerprint!r} is not "
-                              "a SHA-256 fingerprint", "give 64 lower-case hex digits, e.g. "
-                              "from `openssl x509 -noout -fingerprint -sha256`")
-    if not roots:
-        raise RecipeError(f"{table.path}: [signers.\"{name}\"] pins no root",
-                          "add roots = [\"<sha256>\"] (docs/recipe-format.md)")
-    return Trust(signer=name, roots=roots, timestamp_roots=stamps)
 
 
 def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
@@ -302,17 +346,21 @@ def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
                        member=member, component=component)
 
 
-def _with_facts(runtime_file: RuntimeFile, facts: Table | None, signed_by: str
+def _with_facts(runtime_file: RuntimeFile, facts: Table | None, source: SourceSpec
                 ) -> RuntimeFile:
     """Add what [files."NAME"] says: the expected version, run-time loads and signer
     (by default its source's; "" says the file is not signed)."""
+    runtime_file = replace(runtime_file, signed_by=source.signed_by,
+                           signature_optional=source.signature_optional)
     if facts is None:
-        return replace(runtime_file, signed_by=signed_by)
+        return runtime_file
     version = facts.take("version", str, "")
     loads = tuple(facts.take_str_list("loads", []))
-    signed_by = facts.take("signed_by", str, signed_by)
+    signed_by = facts.take("signed_by", str, source.signed_by)
+    get_version = facts.take("cudnn_get_version", int, 0)
     facts.done()
-    return replace(runtime_file, version=version, loads=loads, signed_by=signed_by)
+    return replace(runtime_file, version=version, loads=loads, signed_by=signed_by,
+                   cudnn_get_version=get_version)
 
 
 def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str, Table]
@@ -324,7 +372,7 @@ def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str
         for ref in table.take("files", list):
             runtime_file = _file_ref(ref, cname, sources, top)
             runtime_file = _with_facts(runtime_file, file_facts.pop(runtime_file.name, None),
-                                       sources[runtime_file.source].signed_by)
+                                       sources[runtime_file.source])
             if runtime_file.name in files:
                 raise RecipeError(f"{top.path}: {runtime_file.name} is listed by both "
                                   f"'{files[runtime_file.name].component}' and '{cname}'",
@@ -338,38 +386,3 @@ def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str
             default=table.take("default", bool, True))
         table.done()
     return components, files
-
-
-def _check_consistency(recipe: Recipe) -> None:
-    where = recipe.path
-    facts = windows_facts()
-    for component in recipe.components.values():
-        for required in component.requires:
-            if required not in recipe.components:
-                raise RecipeError(f"{where}: component '{component.name}' requires unknown "
-                                  f"component '{required}'", "fix the requires list")
-    for runtime_file in recipe.files.values():
-        if not facts.is_redistributable(runtime_file.name):
-            raise RecipeError(f"{where}: {runtime_file.name} is not redistributable "
-                              f"(allowed: {', '.join(facts.redistributable)})",
-                              "headers and import libraries never go into an app")
-        if facts.is_driver(runtime_file.name):
-            raise RecipeError(f"{where}: {runtime_file.name} is a driver or system DLL and "
-                              "is never bundled", "remove it from the components")
-        if runtime_file.signed_by and runtime_file.signed_by not in recipe.signers:
-            raise RecipeError(f"{where}: {runtime_file.name} must be signed by "
-                              f"{runtime_file.signed_by!r}, which [signers] does not list",
-                              f'add [signers."{runtime_file.signed_by}"] with its roots')
-    shipped = [f.name for f in (*recipe.files.values(), *recipe.licences)]
-    lowered = [name.lower() for name in shipped]  # Windows file names ignore case
-    clashes = sorted({name for name in shipped if lowered.count(name.lower()) > 1})
-    if clashes:
-        raise RecipeError(f"{where}: {', '.join(clashes)} would be shipped twice (each "
-                          "wheel names its licence alike)",
-                          'rename them apart: {source = "...", member = "...", as = "..."}')
-    for item in (*recipe.files.values(), *recipe.licences):
-        source = recipe.sources[item.source]
-        if source.contents and item.member not in (*source.contents,
-                                                   *source.optional_contents):
-            raise RecipeError(f"{where}: {item.member} is not in the contents of source "
-                              f"'{source.id}'", "add it to contents or fix the member path")

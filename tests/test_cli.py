@@ -53,7 +53,15 @@ def test_an_installed_copy_ships_its_recipes_and_data(tmp_path: Path) -> None:
                             env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "cudnn-8.0.3.33-cuda10.1-win-x64" in result.stdout
-    assert len(result.stdout.splitlines()) == len(list((PROJECT_ROOT / "recipes").glob("*.toml")))
+    shipped = [line for line in result.stdout.splitlines() if line.startswith("cudnn-")]
+    assert len(shipped) == len(list((PROJECT_ROOT / "recipes").glob("*.toml")))
+    # The families and the release catalogue come with the wheel too.
+    assert "cudnn9-win-x64: " in result.stdout
+    rendered = subprocess.run([sys.executable, "-m", "bundler", "recipes",
+                               "cudnn-9.1.0.70-cuda12-win-x64"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True)
+    assert rendered.returncode == 0, rendered.stderr
+    assert "nvidia-cudnn-cu12==9.1.0.70" in rendered.stdout
     bundler_file = subprocess.run([sys.executable, "-c", "import bundler; print(bundler.__file__)"],
                                   cwd=tmp_path, env=env, capture_output=True, text=True)
     assert bundler_file.stdout.startswith(str(target))
@@ -62,7 +70,7 @@ def test_an_installed_copy_ships_its_recipes_and_data(tmp_path: Path) -> None:
 def test_recipes_help_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     help_text = bundler_cli("recipes", "--help", capture=True).stdout
     assert "Without NAME: every shipped recipe" in help_text
-    assert "a shipped recipe's name" in help_text
+    assert "a recipe or release name" in help_text and "a version prefix" in help_text
     assert "a bundle made by bundler pack" in bundler_cli("verify", "--help", capture=True).stdout
     code, out, _ = run_cli(capsys, "recipes", "--json")
     listed = json.loads(out)

@@ -24,11 +24,11 @@ from bundler.pack.output import refuse_unsafe_target, staged_output
 from bundler.pack.resolve import ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
 from bundler.pack.signatures import SignatureChecker, check_signatures
-from bundler.pack.sources import Source, close_all, open_sources
+from bundler.pack.sources import Source, close_all, given_path, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
 from bundler.pack.store import Store, open_store
-from bundler.recipe import Recipe, RuntimeFile, find_recipe
+from bundler.recipe import CUDNN_SOURCE, Recipe, RuntimeFile, find_recipe
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,12 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     """`copy`: the bundle's runtime files are its own copies, never links into the
     store or the previous bundle (for a bundle that will be zipped and shipped)."""
     environ = os.environ if environ is None else environ
-    recipe = find_recipe(spec.recipe, spec.folder)
+    given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
+    given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
+    recipe = find_recipe(spec.recipe, spec.folder, given_path(CUDNN_SOURCE, given, spec.folder))
     recipe.select(list(spec.components) + list(spec.scan.components))  # names them early
     target = (out or spec.default_out()).resolve()
     refuse_unsafe_target(target, _protected(spec))
-    given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
-    given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     build = BUILDERS[spec.builder]
     store = open_store(environ)
 

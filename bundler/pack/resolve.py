@@ -16,7 +16,7 @@ from bundler.manifest import FileEntry
 from bundler.pack.stage import StagedFile
 from bundler.recipe import Component, Recipe
 from bundler.windows.imports import MISSING, resolve_import
-from bundler.windows.pe_file import PLATFORM_MACHINE, PEInfo, is_pe, read_pe
+from bundler.windows.pe_file import PLATFORM_MACHINE, PEInfo, exported_constant, is_pe, read_pe
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,22 @@ def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo
         elif name in infos:
             found += [(item, problem) for problem in _check_one(
                 recipe, name, item.file.version, infos[name], bundled)]
+            found += [(item, problem) for problem in _check_api_version(item)]
     return found
+
+
+def _check_api_version(item: StagedFile) -> list[Problem]:
+    """cuDNN's own number for its release, where the version resource is not it (cuDNN 7
+    carries the CUDA version there): what cudnnGetVersion returns, read from its code."""
+    wanted = item.file.cudnn_get_version
+    if not wanted:
+        return []
+    found = exported_constant(item.path, "cudnnGetVersion")
+    if found == wanted:
+        return []
+    said = "cannot be read" if found is None else f"returns {found}"
+    return [Problem("version", f"{item.file.name}: its cudnnGetVersion {said}, the recipe "
+                               f"expects {wanted}")]
 
 
 def _check_one(recipe: Recipe, name: str, expected_version: str, info: PEInfo,

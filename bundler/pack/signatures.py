@@ -23,7 +23,14 @@ from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, Fil
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.pack.stage import StagedFile
 from bundler.recipe import Recipe
-from bundler.windows.authenticode import CHANGED, OK, SignatureCheck, Trust, check_signature
+from bundler.windows.authenticode import (
+    CHANGED,
+    OK,
+    UNSIGNED,
+    SignatureCheck,
+    Trust,
+    check_signature,
+)
 from bundler.windows.facts import name_matches
 
 
@@ -84,6 +91,8 @@ def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: Resolve
         found = checker.result(item, trust)
         if found.ok:
             files.append(_signed(entry, found, SIGNATURE_VERIFIED))
+        elif found.status == UNSIGNED and item.file.signature_optional:
+            files.append(entry)   # an era whose signing is unknown: no signature is no claim
         elif found.status != CHANGED and allowed(entry.name, allow_unsigned):
             files.append(_signed(entry, found, SIGNATURE_ALLOWED_UNSIGNED))
         else:

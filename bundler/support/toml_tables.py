@@ -53,6 +53,15 @@ def load_toml_bytes(path: Path, error: type[BundlerError], what: str
                     f"fix the syntax of the {what}") from None
 
 
+def parse_toml_text(text: str, label: Path, error: type[BundlerError]) -> dict[str, Any]:
+    """Parse TOML text bundler generated itself (a rendered recipe)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{label}: not valid TOML: {exc}", "report this: bundler wrote it") \
+            from None
+
+
 def _read_capped(path: Path, error: type[BundlerError], what: str) -> bytes:
     if "\0" in str(path):
         raise error(f"{shown(str(path))}: a path cannot contain a NUL character",

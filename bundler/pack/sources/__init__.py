@@ -20,7 +20,7 @@ from bundler.pack.sources.wheel_source import WheelSource
 from bundler.recipe import Recipe, SourceSpec
 
 __all__ = ["SOURCE_CLASSES", "ArchiveSource", "FolderSource", "Source", "WheelSource",
-           "close_all", "locate", "open_sources"]
+           "close_all", "given_path", "locate", "open_sources"]
 
 
 # A reader for each of recipe.SOURCE_KINDS (tests check the two agree).
@@ -52,11 +52,18 @@ def locate(spec: SourceSpec, given: Mapping[str, tuple[str, str]], base: Path,
                       f"--source {spec.id}={example}")
 
 
+def given_path(sid: str, given: Mapping[str, tuple[str, str]], base: Path) -> Path | None:
+    """The path the spec or --source gives for a source id, if any."""
+    if sid not in given:
+        return None
+    return (base / os.path.expanduser(given[sid][0])).resolve()
+
+
 def _given(spec: SourceSpec, given: Mapping[str, tuple[str, str]], base: Path,
            environ: Mapping[str, str]) -> tuple[Path, str] | None:
-    if spec.id in given:
-        value, origin = given[spec.id]
-        return (base / os.path.expanduser(value)).resolve(), origin
+    path = given_path(spec.id, given, base)
+    if path is not None:
+        return path, given[spec.id][1]
     for variable in spec.env:
         if environ.get(variable):
             return Path(environ[variable]), f"from {variable}"

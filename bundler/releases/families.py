@@ -1,0 +1,163 @@
+"""Recipe families and CUDA runtime sets: what stays the same across many releases.
+
+A **family** (`recipes/families/cudnn<N>-win-x64.toml`) is what every release of one
+cuDNN major shares: its DLLs and components, the load graph, which checks its files
+carry (version resource, cudnnGetVersion) and, by era, who signed them. A **runtime
+set** (`recipes/families/cuda<M>-win-x64.toml`) is the CUDA runtime, cuBLAS and math
+libraries a release of CUDA <M> is paired with, written in the recipe format's own
+tables. render.py joins one of each with a catalogue release into a recipe.
+Both are read strictly: an unknown key is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from bundler.errors import RecipeError
+from bundler.releases.catalogue import version_key
+from bundler.support.toml_tables import Table, load_toml
+
+REFERENCE = "docs/recipe-format.md"
+VERSION_RESOURCES = ("cudnn", "cuda", "none")
+
+
+@dataclass(frozen=True)
+class Era:
+    """How the family's releases from `start` on are trusted and checked."""
+
+    start: str
+    signed_by: str                      # "" : NVIDIA did not sign this era's DLLs
+    signature_optional: bool = False    # checked where present (facts unknown)
+    version_resource_checked: bool = True
+
+
+@dataclass(frozen=True)
+class FamilyComponent:
+    name: str
+    description: str
+    files: tuple[str, ...]
+    requires: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FamilyFile:
+    name: str
+    version_resource: str               # one of VERSION_RESOURCES
+    get_version: bool
+    loads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    platform: str
+    cudnn_major: int
+    description: str
+    eras: tuple[Era, ...]
+    signers: dict[str, Any]             # recipe-format [signers] tables
+    components: dict[str, FamilyComponent]
+    files: dict[str, FamilyFile]
+    path: Path
+
+    def era_for(self, version: str) -> Era:
+        eras = [e for e in self.eras if version_key(e.start) <= version_key(version)]
+        if not eras:
+            raise RecipeError(f"{self.path}: no [[era]] covers cuDNN {version}",
+                              f"add an [[era]] with from <= {version}")
+        return max(eras, key=lambda e: version_key(e.start))
+
+
+@dataclass(frozen=True)
+class RuntimeSet:
+    """The CUDA runtime and libraries paired with cuDNN, as recipe-format tables."""
+
+    name: str
+    platform: str
+    cuda: str
+    min_driver: str
+    tables: dict[str, Any]              # licences, signers, sources, components, files
+    path: Path
+
+
+@cache
+def families(folder: Path) -> dict[int, Family]:
+    found = [_family(p) for p in sorted(folder.glob("cudnn*.toml"))]
+    return {f.cudnn_major: f for f in found}
+
+
+@cache
+def runtime_sets(folder: Path) -> dict[str, RuntimeSet]:
+    """By the CUDA a release names: "12", "10.1"."""
+    found = [_runtime_set(p) for p in sorted(folder.glob("cuda*.toml"))]
+    return {s.name.split("-")[0][len("cuda"):]: s for s in found}
+
+
+def _family(path: Path) -> Family:
+    top = Table(load_toml(path, RecipeError, "recipe family"), path, "", RecipeError,
+                REFERENCE)
+    family = Family(
+        name=top.take("family", str), platform=top.take("platform", str),
+        cudnn_major=top.take("cudnn_major", int), description=top.take("description", str),
+        eras=tuple(_era(Table(t, path, "era", RecipeError, REFERENCE))
+                   for t in top.take("era", list)),
+        signers=top.take("signers", dict, {}),
+        components={name: _component(name, t) for name, t in top.tables("components").items()},
+        files={name: _file(name, t) for name, t in top.tables("files").items()},
+        path=path)
+    top.done()
+    if path.stem != family.name:
+        raise RecipeError(f"{path}: family = {family.name!r} differs from its file name",
+                          f"name the file {family.name}.toml")
+    listed = {f for c in family.components.values() for f in c.files}
+    for name in set(family.files) - listed:
+        raise RecipeError(f"{path}: [files.\"{name}\"] is in no component",
+                          "add it to a component's files or remove the table")
+    return family
+
+
+def _era(table: Table) -> Era:
+    era = Era(start=table.take("from", str), signed_by=table.take("signed_by", str),
+              signature_optional=table.take("signature_optional", bool, False),
+              version_resource_checked=table.take("version_resource_checked", bool, True))
+    table.done()
+    return era
+
+
+def _component(name: str, table: Table) -> FamilyComponent:
+    component = FamilyComponent(name=name, description=table.take("description", str, ""),
+                                files=tuple(table.take_str_list("files")),
+                                requires=tuple(table.take_str_list("requires", [])))
+    table.done()
+    return component
+
+
+def _file(name: str, table: Table) -> FamilyFile:
+    facts = FamilyFile(name=name, version_resource=table.take("version_resource", str),
+                       get_version=table.take("get_version", bool, False),
+                       loads=tuple(table.take_str_list("loads", [])))
+    table.done()
+    if facts.version_resource not in VERSION_RESOURCES:
+        raise RecipeError(f"{table.path}: [files.\"{name}\"] version_resource is "
+                          f"{facts.version_resource!r}",
+                          f"use one of: {', '.join(VERSION_RESOURCES)}")
+    return facts
+
+
+_SET_TABLES = ("licences", "signers", "sources", "components", "files")
+
+
+def _runtime_set(path: Path) -> RuntimeSet:
+    top = Table(load_toml(path, RecipeError, "runtime set"), path, "", RecipeError, REFERENCE)
+    name, platform = top.take("runtime_set", str), top.take("platform", str)
+    cuda, min_driver = top.take("cuda", str), top.take("min_driver", str, "")
+    tables = {key: top.take(key, list if key == "licences" else dict, None)
+              for key in _SET_TABLES}
+    top.done()
+    if path.stem != name:
+        raise RecipeError(f"{path}: runtime_set = {name!r} differs from its file name",
+                          f"name the file {name}.toml")
+    return RuntimeSet(name=name, platform=platform, cuda=cuda, min_driver=min_driver,
+                      tables={k: v for k, v in tables.items() if v is not None}, path=path)
