@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
-from bundler.errors import RecipeError
+from bundler.errors import RecipeError, SourceError
 from bundler.recipe_checks import check_consistency, signer_trust
 from bundler.releases.channels import detect as detect_channel
 from bundler.releases.render import (
@@ -229,7 +229,10 @@ def _needs_rendering(shipped: Recipe, cudnn_input: Path | None) -> bool:
     if cudnn_input is None or own is None:
         return False
     major = int(shipped.cudnn.split(".")[0])
-    found = detect_channel(cudnn_input, major)
+    try:
+        found = detect_channel(cudnn_input, major)
+    except SourceError:
+        return False   # the shipped recipe's own source names what is wrong with it
     return (found.kind, found.root) != (own.kind, own.root)
 
 

@@ -77,6 +77,10 @@ def release_name(cudnn: str, cuda: str, platform: str = "win-x64") -> str:
 
 def cuda_key(cuda: str) -> str:
     """How a release names its CUDA: the major from CUDA 11 on, else major.minor."""
+    if cuda == "10":
+        # NVIDIA's "_cuda10" redist archives (8.3 on) are builds for CUDA 10.2, the only
+        # CUDA 10 those releases support.
+        return "10.2"
     major = cuda.split(".")[0]
     return major if int(major) >= 11 else ".".join(cuda.split(".")[:2])
 

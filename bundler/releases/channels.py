@@ -41,9 +41,6 @@ def detect(path: Path, major: int) -> Channel:
     shim = f"cudnn64_{major}.dll"
     if path.is_dir():
         return _folder(path, shim)
-    if not path.is_file():
-        raise SourceError(f"{path}: no such file or folder",
-                          "check the cudnn path in [sources] or --source cudnn=PATH")
     with ZipArchive(path) as archive:
         names = list(archive.members)
     return _zip(path, names, shim)
@@ -54,13 +51,13 @@ def _zip(path: Path, names: list[str], shim: str) -> Channel:
         return Channel("PyPI wheel", "wheel", "nvidia/cudnn/bin/", file_name=path.name)
     found = [n for n in names if n.rsplit("/", 1)[-1].lower() == shim]
     for member in found:
-        parts = member.split("/")
-        if len(parts) == 3 and parts[1] == "bin":
-            top = parts[0]
+        top, _, below = member.partition("/")
+        # Redist archives keep the DLLs in bin/, or (CUDA 13 builds, 9.26 on) bin/x64/.
+        if below.rsplit("/", 1)[0] in ("bin", "bin/x64"):
             name = "legacy zip" if top == "cuda" else "redist archive"
             licence = next((n for n in LICENCE_NAMES if f"{top}/{n}" in names), "")
-            return Channel(name, "archive", "bin/", root=top, licence=licence,
-                           file_name=path.name)
+            return Channel(name, "archive", below.rsplit("/", 1)[0] + "/", root=top,
+                           licence=licence, file_name=path.name)
     raise SourceError(f"{path}: not a cuDNN archive in a layout NVIDIA ships: no "
                       f"cuda/bin/{shim} or <folder>/bin/{shim}"
                       + (f" (found {found[0]})" if found else ""),
@@ -73,13 +70,14 @@ def _folder(path: Path, shim: str) -> Channel:
         if (path / prefix / shim).is_file():
             return Channel("folder", "folder", prefix,
                            licence=licence if prefix == "bin/" else "")
-    versions = sorted(d.name for d in (path / "bin").glob("*") if (d / shim).is_file()) \
-        if (path / "bin").is_dir() else []
-    if versions:
-        # The installer keeps one build per CUDA: bin/11.8/, bin/12.6/, ... pick_cuda()
-        # narrows it to the release's CUDA.
-        return Channel("installer folder", "folder", f"bin/{versions[-1]}/", licence=licence,
-                       file_name=",".join(versions))
+    # The installer keeps one build per CUDA: bin/11.8/, bin/12.6/ (bin/12.9/x64/ from
+    # 9.18 on); pick_cuda() narrows it to the release's CUDA.
+    builds = sorted(f"{d.relative_to(path / 'bin').as_posix()}/"
+                    for d in (*(path / "bin").glob("*"), *(path / "bin").glob("*/x64"))
+                    if (d / shim).is_file()) if (path / "bin").is_dir() else []
+    if builds:
+        return Channel("installer folder", "folder", f"bin/{builds[-1]}", licence=licence,
+                       file_name=",".join(builds))
     raise SourceError(f"{path}: no {shim} in bin/, bin/<CUDA version>/ or cuda/bin/",
                       "give the folder that holds bin/ (the cuDNN installer's "
                       "CUDNN/v9.x folder, or an unpacked archive)")
@@ -90,10 +88,11 @@ def pick_cuda(channel: Channel, cuda: str) -> Channel:
     if channel.name != "installer folder":
         return channel
     builds = channel.file_name.split(",")
-    matching = [b for b in builds if b == cuda or b.startswith(f"{cuda}.")]
+    matching = [b for b in builds if b.startswith((f"{cuda}/", f"{cuda}."))]
     if not matching:
-        raise SourceError(f"the installer folder has cuDNN builds for CUDA "
-                          f"{', '.join(builds)}, none for CUDA {cuda}",
+        listed = ", ".join(b.split("/")[0] for b in builds)
+        raise SourceError(f"the installer folder has cuDNN builds for CUDA {listed}, none "
+                          f"for CUDA {cuda}",
                           f"install cuDNN's CUDA {cuda} build, or name the release for "
                           "the CUDA it has")
-    return replace(channel, prefix=f"bin/{matching[-1]}/", file_name="")
+    return replace(channel, prefix=f"bin/{matching[-1]}", file_name="")

@@ -90,9 +90,9 @@ def render(release: Release, channel: Channel, folder: Path) -> str:
     family = families(folder).get(release.major)
     runtime = runtime_sets(folder).get(release.cuda)
     if family is None or runtime is None:
-        missing = (f"a cuDNN {release.major} family" if family is None
-                   else f"a CUDA {release.cuda} runtime set")
-        raise RecipeError(f"{release.name}: bundler has {missing} (recipes/families/)",
+        missing = (f"cuDNN {release.major} family" if family is None
+                   else f"CUDA {release.cuda} runtime set")
+        raise RecipeError(f"{release.name}: bundler has no {missing} (recipes/families/)",
                           "pick a release of a family bundler has: bundler recipes")
     shipped = _shipped_dlls(release, family)
     components = _components(family, shipped, channel.prefix)
