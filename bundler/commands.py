@@ -62,7 +62,7 @@ def _pack_summary(result: PackResult) -> dict:
             "selected_because": dict(result.reasons),
             "allowed_unsigned": [e.path for e in manifest.files
                                  if e.signature == SIGNATURE_ALLOWED_UNSIGNED],
-            "runtime_origin": asdict(result.origin)}
+            "runtime_origin": asdict(result.origin), "inputs_trusted": dict(result.trust)}
 
 
 def _print_pack(result: PackResult) -> None:
@@ -82,6 +82,8 @@ def _print_pack(result: PackResult) -> None:
     print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} runtime files"
           f"{bootstrap}")
     print(f"  runtime: {_origin_text(result)}")
+    for sid, trust in result.trust.items():
+        print(f"  input {sid}: {trust}")
     print(f"  lock: {result.lock_path}")
     allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
     if allowed:

@@ -116,13 +116,13 @@ def test_explicit_components_that_leave_a_needed_one_out_are_an_error(
     assert "'cusolver'" in err and '"cufft"' in err
 
 
-def test_paddle_2_2_on_cuda_10_1_needs_cudnn_7_which_no_recipe_has(
+def test_paddle_2_2_on_cuda_10_1_needs_cudnn_7_and_is_told_which_release(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dist_info(tmp_path / "app", "paddlepaddle-gpu", "2.2.2")
     code, _, err = run_cli(capsys, "pack", write_spec(tmp_path, SEED, {}))
     assert code == 2
     assert ("paddlepaddle-gpu 2.2.2 loads cudnn64_7.dll; this recipe ships cudnn64_8.dll; "
-            "no shipped recipe has it") in err
+            "use a release that has it, e.g. cudnn-7.6.5.32-cuda10.1-win-x64") in err
 
 
 def test_an_app_shipping_torch_with_its_own_cudnn_is_refused(

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from bundler.errors import CheckError, SpecError
 from bundler.pack.app_scan import AppScan, Need
-from bundler.recipe import Component, Recipe, shipped_recipes
+from bundler.recipe import Component, Recipe, families_dir, shipped_recipes
+from bundler.releases.render import release_shipping
 
 _FAMILY = re.compile(r"^([a-z_-]+?)(?:64)?_\d")
 
@@ -67,7 +68,10 @@ def _unsupplied_error(recipe: Recipe, unsupplied: list[Need]) -> CheckError:
                  else "this recipe has no such DLL")
         others = [r.name for r in shipped_recipes()
                   if r.name != recipe.name and r.supplier_of(need.dll) is not None]
-        use = f"use {others[0]}" if others else "no shipped recipe has it"
+        release = release_shipping(need.dll, recipe.cuda, families_dir())
+        use = (f"use {others[0]}" if others else
+               f"use a release that has it, e.g. {release} (bundler recipes)" if release
+               else "no recipe bundler knows has it")
         texts.append(f"{need.by} {_verb(need)} {need.dll}; {ships}; {use}")
     return CheckError("; ".join(texts),
                       "pack the app with a recipe for the CUDA its framework is built for "

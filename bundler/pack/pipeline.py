@@ -49,6 +49,8 @@ class PackResult:
     origin: RuntimeOrigin = RuntimeOrigin()
     # component -> why the app scan selected it ("cufft64_11.dll: imported by ...")
     reasons: Mapping[str, list[str]] = field(default_factory=dict)
+    # source id -> how its input is vouched for (recipe.SourceSpec.trust)
+    trust: Mapping[str, str] = field(default_factory=dict)
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
@@ -105,7 +107,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     ways = Counter(reuse.origin.get(item.file.source, "read") for item in staged)
     origin = RuntimeOrigin(files=dict(ways), linked=reuse.linked, copied=reuse.copied)
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
-                      reasons=selection.reasons)
+                      reasons=selection.reasons,
+                      trust={sid: recipe.sources[sid].trust for sid in sorted(sources)})
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,9 @@ from typing import Any
 from bundler.errors import RecipeError
 from bundler.releases.catalogue import (
     Release,
+    catalogue_releases,
     closest_releases,
+    cuda_key,
     find_release,
     parse_release_name,
 )
@@ -41,6 +43,16 @@ def release_for(name: str) -> Release | None:
                           f"closest known: {', '.join(closest_releases(name))} (bundler "
                           "recipes VERSION lists a series), or write a recipe file")
     return release
+
+
+def release_shipping(dll: str, cuda: str, folder: Path) -> str:
+    """The newest catalogue release whose family ships `dll`, for `cuda` where one is
+    ("" if no family ships it): what a refusal suggests."""
+    majors = [f.cudnn_major for f in families(folder).values()
+              if any(dll.lower() == name.lower() for name in f.files)]
+    found = [r for r in catalogue_releases() if r.major in majors]
+    fitting = [r for r in found if r.cuda == cuda_key(cuda)] or found
+    return fitting[-1].name if fitting else ""
 
 
 def default_channel(release: Release) -> Channel:
