@@ -38,6 +38,9 @@ def read_lock(path: Path) -> Lock | None:
                     format=data.get("format", LOCK_FORMAT))
         if not all(isinstance(part, dict) for part in (lock.recipe, lock.sources, lock.files)):
             raise TypeError("recipe, sources and files must be tables")
+        # Each source's pins are read with .get (reuse, lock comparison): a table too.
+        if not all(isinstance(pins, dict) for pins in lock.sources.values()):
+            raise TypeError("each source must be a table")
         return lock
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise LockError(f"{path}: not a valid lock file ({exc})", _DAMAGED_HINT) from None

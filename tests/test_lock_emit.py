@@ -115,3 +115,17 @@ def test_shebang_and_coding_line_stay_on_top(tmp_path: Path) -> None:
     assert lines[2].startswith(INJECT_MARKER)
     assert lines[-1] == 'print("caf\xe9")'
     compile(entry.read_bytes(), str(entry), "exec")  # Python still reads it as latin-1
+
+
+def test_a_lock_whose_source_is_not_a_table_is_a_damaged_lock(tmp_path: Path) -> None:
+    """Found by tests/test_fuzz.py: a source's pins were read with .get (exit 3)."""
+    import json
+
+    from bundler.errors import LockError
+    from bundler.lockfile import read_lock
+
+    path = tmp_path / "app.spec.lock"
+    path.write_text(json.dumps({"format": 1, "recipe": {}, "sources": {"cudnn": []},
+                                "files": {}}))
+    with pytest.raises(LockError, match="each source must be a table"):
+        read_lock(path)
