@@ -10,17 +10,18 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import RecipeError, SourceError
-from bundler.recipe import families_dir, find_recipe, load_recipe_file
+from bundler.recipe import Recipe, families_dir, find_recipe, load_recipe_file, load_recipe_text
 from bundler.releases import catalogue as catalogue_module
 from bundler.releases.catalogue import (
     CATALOGUE,
+    Release,
     catalogue_releases,
     find_release,
     release_name,
 )
-from bundler.releases.channels import detect
+from bundler.releases.channels import Channel, detect
 from bundler.releases.generate import render as render_catalogue
-from bundler.releases.render import api_version, driver_style_version, render
+from bundler.releases.render import api_version, default_channel, driver_style_version, render
 from bundler.support.toml_tables import tomllib
 from tests.packing import PROJECT_ROOT, run_cli
 
@@ -74,9 +75,7 @@ def test_the_family_renders_what_the_hand_written_recipe_says(name: str) -> None
     release = find_release(name)
     assert release is not None and release.wheel is not None
     text = render(release, _default(release), families_dir())
-    rendered = find_recipe(name, PROJECT_ROOT, None)   # the shipped file wins by name
-    assert rendered.sha256 == written.sha256
-    from bundler.recipe import load_recipe_text
+    assert find_recipe(name, PROJECT_ROOT).sha256 == written.sha256   # the file wins by name
     rendered = load_recipe_text(text.encode(), Path(name))
     assert rendered.cuda == written.cuda and rendered.min_driver == written.min_driver
     assert _sources(rendered) == _sources(written)
@@ -90,22 +89,21 @@ def test_the_family_renders_what_the_hand_written_recipe_says(name: str) -> None
     assert rendered.signers.keys() == written.signers.keys()
 
 
-def _default(release):  # type: ignore[no-untyped-def]
-    from bundler.releases.render import default_channel
+def _default(release: Release) -> Channel:
     return default_channel(release)
 
 
-def _sources(recipe):  # type: ignore[no-untyped-def]
+def _sources(recipe: Recipe) -> dict:
     return {sid: (s.kind, s.package, s.version, s.sha256, s.signed_by,
                   sorted(m for m in s.contents if m.endswith(".dll")))
             for sid, s in recipe.sources.items()}
 
 
-def _components(recipe):  # type: ignore[no-untyped-def]
+def _components(recipe: Recipe) -> dict:
     return {c.name: (c.files, sorted(c.requires), c.default) for c in recipe.components.values()}
 
 
-def _facts(recipe):  # type: ignore[no-untyped-def]
+def _facts(recipe: Recipe) -> dict:
     return {f.name: (f.member, f.version, sorted(f.loads), f.signed_by)
             for f in recipe.files.values()}
 

@@ -10,6 +10,7 @@ published on PyPI (file name, sha256, the DLLs it holds) and NVIDIA's archives b
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -169,7 +170,6 @@ def closest_releases(name: str, count: int = 5) -> list[str]:
     cudnn, cuda = parse_release_name(name) or ("", "")
     releases = catalogue_releases()
     if not cudnn:
-        import difflib
         return difflib.get_close_matches(name, [r.name for r in releases], n=count)
     wanted = version_key(cudnn)
 

@@ -33,7 +33,7 @@ class Channel:
     licence: str = ""   # the licence member (below root), "" if none
     file_name: str = ""
     sha256: str = ""
-    sha256_source: str = ""
+    pin_source: str = ""   # who published the sha256
 
 
 def detect(path: Path, major: int) -> Channel:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bundler.releases.catalogue import version_key
 from bundler.support.toml_tables import tomllib
 from bundler.support.toml_write import dumps
 
@@ -240,11 +241,6 @@ def wheel_members(wheel: Wheel) -> list[str]:
 
 
 # --- the catalogue ---------------------------------------------------------------------------
-
-def version_key(version: str) -> tuple[int, ...]:
-    """'9.10.2.21' -> (9, 10, 2, 21); a part counts by its leading digits ('0a0' -> 0)."""
-    return tuple(int(re.sub(r"\D.*", "", part) or 0) for part in version.split("."))
-
 
 def libraries(names: list[str], family: Family) -> list[str]:
     """Base names of the libraries directly in the family's library folder, sorted."""

@@ -12,6 +12,7 @@ recipe out (`bundler recipes NAME --write FILE`), edit it, and name the file in 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def default_channel(release: Release) -> Channel:
     return Channel(f"{archive.layout} archive", "archive", "bin/", root=root,
                    licence="NVIDIA_SLA_cuDNN_Support.txt" if archive.layout == "legacy"
                    else "LICENSE", file_name=archive.file_name, sha256=archive.sha256,
-                   sha256_source=archive.sha256_source)
+                   pin_source=archive.sha256_source)
 
 
 def channel_of(release: Release, path: Path) -> Channel:
@@ -84,8 +85,8 @@ def channel_of(release: Release, path: Path) -> Channel:
     by_name = [a for a in candidates if path.name in (a.file_name, *a.also_named)]
     pinned = by_name or (candidates if len({a.sha256 for a in candidates}) == 1 else [])
     if pinned and pinned[0].sha256:
-        return Channel(found.name, found.kind, found.prefix, found.root, found.licence,
-                       pinned[0].file_name, pinned[0].sha256, pinned[0].sha256_source)
+        return replace(found, file_name=pinned[0].file_name, sha256=pinned[0].sha256,
+                       pin_source=pinned[0].sha256_source)
     return found
 
 
@@ -93,8 +94,7 @@ def _wheel_channel(release: Release) -> Channel:
     wheel = release.wheel
     assert wheel is not None
     return Channel("PyPI wheel", "wheel", f"{wheel.bin}/", licence=wheel.licence,
-                   file_name=wheel.file_name, sha256=wheel.sha256,
-                   sha256_source="PyPI")
+                   file_name=wheel.file_name, sha256=wheel.sha256, pin_source="PyPI")
 
 
 def render(release: Release, channel: Channel, folder: Path) -> str:
@@ -222,9 +222,9 @@ def _source(family: Family, release: Release, channel: Channel, shipped: list[st
     if channel.kind == "wheel" and wheel is not None:
         source |= {"package": wheel.package, "version": wheel.version,
                    "platform_tag": wheel.platform}
-    for key in ("root", "file_name", "sha256", "sha256_source"):
+    for key in ("root", "file_name", "sha256", "pin_source"):   # the recipe keys' names
         if getattr(channel, key):
-            source["pin_source" if key == "sha256_source" else key] = getattr(channel, key)
+            source[key] = getattr(channel, key)
     if era.signed_by:
         source["signed_by"] = era.signed_by
     if era.signature_optional:

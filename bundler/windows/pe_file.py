@@ -72,8 +72,9 @@ def read_pe(path: Path, exports: bool = False) -> PEInfo:
 
 def exported_constant(path: Path, function: str) -> int | None:
     """The constant an exported function returns, read from its code without running it:
-    `cudnnGetVersion` is `mov eax, imm32; ret` (after any `jmp` thunks). None where the
-    export is missing or its code is another shape."""
+    cuDNN 7's `cudnnGetVersion` is `mov eax, imm32; ret` (B8 imm32 C3). None where the
+    export is missing or its code is another shape (cuDNN 8 and 9's shim forwards the call
+    to a sub-library)."""
     try:
         image = pefile.PE(str(path), fast_load=True)
     except (pefile.PEFormatError, OSError):
@@ -83,24 +84,11 @@ def exported_constant(path: Path, function: str) -> int | None:
         directory = getattr(image, "DIRECTORY_ENTRY_EXPORT", None)
         rva = next((s.address for s in (directory.symbols if directory else [])
                     if s.name == function.encode()), None)
-        for _hop in range(4):
-            if rva is None:
-                return None
-            code = image.get_data(rva, 16)
-            if code[:1] == b"\xe9":            # jmp rel32: an incremental-link thunk
-                rva += 5 + int.from_bytes(code[1:5], "little", signed=True)
-                continue
-            return _returned_constant(code)
-        return None
+        code = image.get_data(rva, 6) if rva is not None else b""
     finally:
         image.close()
-
-
-def _returned_constant(code: bytes) -> int | None:
-    if code[:1] == b"\xb8" and code[5:6] == b"\xc3":                  # mov eax, imm32; ret
+    if code[:1] == b"\xb8" and code[5:6] == b"\xc3":
         return int.from_bytes(code[1:5], "little")
-    if code[:3] == b"\x48\xc7\xc0" and code[7:8] == b"\xc3":        # mov rax, imm32; ret
-        return int.from_bytes(code[3:7], "little")
     return None
 
 
