@@ -97,3 +97,25 @@ def test_a_pinned_cudnn_7_release_refuses_an_archive_that_is_not_the_published_o
                       {"cudnn": zip_path, "cuda": toolkit})
     code, _, err = run_cli(capsys, "pack", spec)
     assert code == 2 and "sha256" in err
+
+
+def test_an_era_whose_signing_is_unknown_checks_a_signature_only_where_present(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cuDNN 8.0-8.8 exist only as NVIDIA's login-only zips: whether NVIDIA signed them is
+    not known, so unsigned DLLs pass without allow_unsigned (and are recorded unsigned)."""
+    require_toolchain()
+    from tests.winenv.build import build_runtime, make_nvidia_zip, make_toolkit
+
+    runtime = build_runtime(tmp_path / "dlls", cudnn_version=(8, 1, 1, 33), cuda="10.2")
+    archive = make_nvidia_zip(runtime.dir, tmp_path / "cudnn-10.2-windows10-x64-v8.1.1.33.zip",
+                              "deflate", cudnn_version=(8, 1, 1, 33))
+    toolkit = make_toolkit(runtime.dir, tmp_path / "v10.2", cuda="10.2")
+    (tmp_path / "app").mkdir()
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "app"\npath = "app"\n[runtime]\n'
+                    'recipe = "cudnn-8.1.1.33-cuda10.2-win-x64"\n[sources]\n'
+                    f'cudnn = "{archive.as_posix()}"\ncuda = "{toolkit.as_posix()}"\n')
+    code, out, err = run_cli(capsys, "pack", spec, "--json")
+    assert code == 0, err
+    files = json.loads(out)["files"]
+    assert {f["signature"] for f in files if f["name"].startswith("cudnn")} == {""}
