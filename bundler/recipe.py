@@ -8,13 +8,16 @@ elsewhere reads these facts; it never hard-codes a runtime.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError, SourceError
 from bundler.recipe_checks import check_consistency, signer_trust
+from bundler.releases.catalogue import cuda_key
 from bundler.releases.channels import detect as detect_channel
+from bundler.releases.families import runtime_sets
 from bundler.releases.render import (
     CUDNN_SOURCE,
     channel_of,
@@ -22,6 +25,7 @@ from bundler.releases.render import (
     release_for,
     render,
 )
+from bundler.releases.runtime_inputs import overrides as runtime_overrides
 from bundler.support.paths import is_bare_file_name
 from bundler.support.toml_tables import Table, load_toml_bytes, parse_toml_text
 from bundler.windows.authenticode import Trust
@@ -198,15 +202,17 @@ def families_dir() -> Path:
 
 
 def find_recipe(name_or_path: str, relative_to: Path,
-                cudnn_input: Path | None = None) -> Recipe:
+                inputs: Mapping[str, Path] | None = None) -> Recipe:
     """A recipe file by path (relative to the spec), a shipped recipe by name, or any
     release of the catalogue by name, rendered from its family (bundler/releases/).
-    `cudnn_input`: the cuDNN input the spec gives, whose layout picks the channel."""
+    `inputs`: the paths the spec gives by source id. The cuDNN input's layout picks the
+    channel; a CUDA toolkit or another companion wheel changes the runtime half."""
+    inputs = inputs or {}
     if name_or_path.endswith(".toml") or "/" in name_or_path or "\\" in name_or_path:
         return load_recipe_file((relative_to / name_or_path).resolve())
     candidate = shipped_recipe_dir() / f"{name_or_path}.toml"
     shipped = load_recipe_file(candidate) if candidate.is_file() else None
-    if shipped is not None and not _needs_rendering(shipped, cudnn_input):
+    if shipped is not None and not _needs_rendering(shipped, inputs):
         return shipped
     release = release_for(name_or_path)
     if release is None:
@@ -215,17 +221,23 @@ def find_recipe(name_or_path: str, relative_to: Path,
                           f"use one of: {known}, a catalogue release "
                           "(cudnn-<version>-cuda<major>-win-x64: bundler recipes), or a "
                           "path to a recipe file")
+    cudnn_input = inputs.get(CUDNN_SOURCE)
     channel = (channel_of(release, cudnn_input) if cudnn_input is not None
                else default_channel(release))
-    text = render(release, channel, families_dir()).encode()
+    text = render(release, channel, families_dir(), inputs).encode()
     return load_recipe_text(text, Path(f"{release.name} (rendered from "
                                        f"recipes/families/cudnn{release.major}-win-x64.toml)"))
 
 
-def _needs_rendering(shipped: Recipe, cudnn_input: Path | None) -> bool:
-    """Whether the spec's cuDNN input is another channel than the shipped recipe reads
-    (NVIDIA's redist archive of a release the shipped recipe takes from PyPI)."""
+def _needs_rendering(shipped: Recipe, inputs: Mapping[str, Path]) -> bool:
+    """Whether the spec's inputs are another channel than the shipped recipe reads: the
+    cuDNN input in another layout (NVIDIA's redist archive of a release the shipped
+    recipe takes from PyPI), a CUDA toolkit or another companion wheel."""
+    runtime = runtime_sets(families_dir()).get(cuda_key(shipped.cuda))
+    if runtime is not None and runtime_overrides(runtime, inputs):
+        return True
     own = shipped.sources.get(CUDNN_SOURCE)
+    cudnn_input = inputs.get(CUDNN_SOURCE)
     if cudnn_input is None or own is None:
         return False
     major = int(shipped.cudnn.split(".")[0])

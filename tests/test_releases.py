@@ -163,7 +163,7 @@ def test_a_redist_archive_renders_the_shipped_release_from_its_family(tmp_path: 
     top = "cudnn-windows-x86_64-9.28.0.42_cuda12-archive"
     path = _zip(tmp_path / "any-name.zip", {f"{top}/bin/cudnn64_9.dll": b"MZ",
                                             f"{top}/LICENSE": b"licence"})
-    recipe = find_recipe("cudnn-9.28.0.42-cuda12-win-x64", PROJECT_ROOT, path)
+    recipe = find_recipe("cudnn-9.28.0.42-cuda12-win-x64", PROJECT_ROOT, {"cudnn": path})
     cudnn = recipe.sources["cudnn"]
     assert (cudnn.kind, cudnn.root, cudnn.signed_by) == ("archive", top, "NVIDIA Corporation")
     assert "nvidia/cudnn/bin/cudnn64_9.dll" not in cudnn.contents
@@ -177,19 +177,20 @@ def test_the_installer_folder_picks_the_build_for_the_release_cuda(tmp_path: Pat
         (tmp_path / "v9.1" / "bin" / build).mkdir(parents=True)
         (tmp_path / "v9.1" / "bin" / build / "cudnn64_9.dll").write_bytes(b"MZ")
     (tmp_path / "v9.1" / "LICENSE").write_text("licence")
-    recipe = find_recipe("cudnn-9.1.0.70-cuda11-win-x64", PROJECT_ROOT, tmp_path / "v9.1")
+    installer = {"cudnn": tmp_path / "v9.1"}
+    recipe = find_recipe("cudnn-9.1.0.70-cuda11-win-x64", PROJECT_ROOT, installer)
     assert recipe.sources["cudnn"].kind == "folder"
     assert recipe.files["cudnn64_9.dll"].member == "bin/11.8/cudnn64_9.dll"
-    later = find_recipe("cudnn-9.1.0.70-cuda12-win-x64", PROJECT_ROOT, tmp_path / "v9.1")
+    later = find_recipe("cudnn-9.1.0.70-cuda12-win-x64", PROJECT_ROOT, installer)
     assert later.files["cudnn64_9.dll"].member == "bin/12.9/x64/cudnn64_9.dll"
     with pytest.raises(SourceError, match="builds for CUDA 11.8, 12.6, 12.9, none for CUDA 13"):
-        find_recipe("cudnn-9.28.1.4-cuda13-win-x64", PROJECT_ROOT, tmp_path / "v9.1")
+        find_recipe("cudnn-9.28.1.4-cuda13-win-x64", PROJECT_ROOT, installer)
 
 
 def test_an_input_in_no_known_layout_is_refused(tmp_path: Path) -> None:
     path = _zip(tmp_path / "cudnn.zip", {"stuff/cudnn64_9.dll": b"MZ"})
     with pytest.raises(SourceError, match="not a cuDNN archive in a layout NVIDIA ships"):
-        find_recipe("cudnn-9.1.0.70-cuda12-win-x64", PROJECT_ROOT, path)
+        find_recipe("cudnn-9.1.0.70-cuda12-win-x64", PROJECT_ROOT, {"cudnn": path})
 
 
 def test_recipes_lists_families_and_series(capsys: pytest.CaptureFixture[str]) -> None:

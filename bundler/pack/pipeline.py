@@ -28,7 +28,7 @@ from bundler.pack.sources import Source, close_all, given_path, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
 from bundler.pack.store import Store, open_store
-from bundler.recipe import CUDNN_SOURCE, Recipe, RuntimeFile, find_recipe
+from bundler.recipe import Recipe, RuntimeFile, find_recipe
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     environ = os.environ if environ is None else environ
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
-    recipe = find_recipe(spec.recipe, spec.folder, given_path(CUDNN_SOURCE, given, spec.folder))
+    inputs = {sid: path for sid in given if (path := given_path(sid, given, spec.folder))}
+    recipe = find_recipe(spec.recipe, spec.folder, inputs)
     recipe.select(list(spec.components) + list(spec.scan.components))  # names them early
     target = (out or spec.default_out()).resolve()
     refuse_unsafe_target(target, _protected(spec))

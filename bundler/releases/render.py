@@ -6,12 +6,15 @@ like a shipped recipe file, with every consistency check.
 
 The pairing rule: a release of CUDA <M> is paired with the runtime set of <M> (the CUDA
 runtime, cuBLAS and math libraries of the newest CUDA <M> release bundler knows; for
-CUDA 10.x, the installed toolkit of that minor). To pair other files, write the rendered
-recipe out (`bundler recipes NAME --write FILE`), edit it, and name the file in the spec.
+CUDA 10.x, the installed toolkit of that minor). A spec pairs other files by giving them
+in [sources]: a CUDA toolkit folder as `cuda`, or another wheel of a companion under its
+source id (runtime_inputs.py). Anything else: write the rendered recipe out (`bundler
+recipes NAME --write FILE`), edit it, and name the file in the spec.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,8 @@ from bundler.releases.catalogue import (
     parse_release_name,
 )
 from bundler.releases.channels import Channel, detect, pick_cuda
-from bundler.releases.families import Family, RuntimeSet, families, runtime_sets
+from bundler.releases.families import Family, families, runtime_sets
+from bundler.releases.runtime_inputs import RuntimeTables, runtime_tables
 from bundler.support.toml_write import dumps
 
 CUDNN_SOURCE = "cudnn"
@@ -97,15 +101,18 @@ def _wheel_channel(release: Release) -> Channel:
                    file_name=wheel.file_name, sha256=wheel.sha256, pin_source="PyPI")
 
 
-def render(release: Release, channel: Channel, folder: Path) -> str:
-    """The recipe of `release` read from `channel`, as TOML text."""
+def render(release: Release, channel: Channel, folder: Path,
+           runtime_inputs: Mapping[str, Path] | None = None) -> str:
+    """The recipe of `release` read from `channel`, as TOML text; `runtime_inputs`:
+    the spec's inputs for the runtime half (runtime_inputs.py)."""
     family = families(folder).get(release.major)
-    runtime = runtime_sets(folder).get(release.cuda)
-    if family is None or runtime is None:
+    runtime_set = runtime_sets(folder).get(release.cuda)
+    if family is None or runtime_set is None:
         missing = (f"cuDNN {release.major} family" if family is None
                    else f"CUDA {release.cuda} runtime set")
         raise RecipeError(f"{release.name}: bundler has no {missing} (recipes/families/)",
                           "pick a release of a family bundler has: bundler recipes")
+    runtime = runtime_tables(runtime_set, runtime_inputs or {})
     shipped = _shipped_dlls(release, family)
     components = _components(family, shipped, channel.prefix)
     files = {name: _facts(family, release, runtime, name) for name in shipped}
@@ -113,15 +120,16 @@ def render(release: Release, channel: Channel, folder: Path) -> str:
         "name": release.name, "platform": family.platform,
         "description": family.description.format(cudnn=release.cudnn, cuda=release.cuda,
                                                  cuda_major=release.cuda)
-        + f" ({channel.name})",
-        "licences": _licences(channel) + list(runtime.tables.get("licences", [])),
+        + f" ({', '.join(filter(None, [channel.name, runtime.given]))})",
+        "licences": _licences(channel) + runtime.licences,
         "versions": {"cudnn": release.cudnn, "cuda": runtime.cuda,
-                     **({"min_driver": runtime.min_driver} if runtime.min_driver else {})},
-        "signers": _signers(family, runtime),
+                     **({"min_driver": runtime_set.min_driver}
+                        if runtime_set.min_driver else {})},
+        "signers": _signers(family, runtime_set.tables.get("signers", {})),
         "sources": {CUDNN_SOURCE: _source(family, release, channel, shipped),
-                    **runtime.tables.get("sources", {})},
-        "components": _ordered(runtime.tables.get("components", {}), components),
-        "files": {**_loads_within(files, shipped, runtime), **runtime.tables.get("files", {})},
+                    **runtime.sources},
+        "components": _ordered(runtime.components, components),
+        "files": {**_loads_within(files, shipped, runtime), **runtime.files},
     }
     return dumps(document)
 
@@ -161,7 +169,7 @@ def _ordered(runtime: dict[str, Any], cudnn: dict[str, Any]) -> dict[str, Any]:
     return {**default, **cudnn, **{k: v for k, v in runtime.items() if k not in default}}
 
 
-def _facts(family: Family, release: Release, runtime: RuntimeSet, name: str
+def _facts(family: Family, release: Release, runtime: RuntimeTables, name: str
            ) -> dict[str, Any]:
     facts = family.files.get(name)
     if facts is None:
@@ -174,13 +182,12 @@ def _facts(family: Family, release: Release, runtime: RuntimeSet, name: str
             "loads": [n.format(cuda_major=release.cuda.split(".")[0]) for n in facts.loads]}
 
 
-def _loads_within(files: dict[str, dict[str, Any]], shipped: list[str], runtime: RuntimeSet
-                  ) -> dict[str, dict[str, Any]]:
+def _loads_within(files: dict[str, dict[str, Any]], shipped: list[str],
+                  runtime: RuntimeTables) -> dict[str, dict[str, Any]]:
     """`loads` keeps the names this recipe ships: a later release's library is not
     loaded by an earlier one that never had it."""
     runtime_names = {ref.split(":", 1)[1].rsplit("/", 1)[-1]
-                     for c in runtime.tables.get("components", {}).values()
-                     for ref in c["files"]}
+                     for c in runtime.components.values() for ref in c["files"]}
     for facts in files.values():
         facts["loads"] = [n for n in facts.get("loads", [])
                           if n in shipped or n in runtime_names]
@@ -195,10 +202,10 @@ def _licences(channel: Channel) -> list[dict[str, str]]:
     return [{"source": CUDNN_SOURCE, "member": channel.licence, "as": CUDNN_LICENCE}]
 
 
-def _signers(family: Family, runtime: RuntimeSet) -> dict[str, Any]:
+def _signers(family: Family, runtime_signers: dict[str, Any]) -> dict[str, Any]:
     """Both files' signers; a signer both name may reach the roots of either."""
     merged: dict[str, Any] = {}
-    for signers in (family.signers, runtime.tables.get("signers", {})):
+    for signers in (family.signers, runtime_signers):
         for name, table in signers.items():
             into = merged.setdefault(name, {"roots": []})
             into["roots"] = _union(into["roots"], table["roots"])

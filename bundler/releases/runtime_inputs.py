@@ -1,0 +1,237 @@
+"""The runtime half of a rendered recipe, from inputs the spec gives instead of the
+runtime set's pinned wheels.
+
+A runtime set (recipes/families/cuda<M>-win-x64.toml) pairs every cuDNN release of CUDA
+<M> with NVIDIA's wheels of the newest CUDA <M> release bundler knows. A spec may pair
+other files, in its own [sources] table, without writing a recipe:
+
+- `cuda = "C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v12.6"`: an installed CUDA
+  toolkit of that major (11.x to 13.x) replaces every wheel of the set. Its DLLs are
+  found by name in `bin/` (`bin/x64/` from CUDA 13 on); its CUDA release, which sets the
+  driver minimum, is read from the toolkit's `version.json`.
+- `cublas = "wheels/nvidia_cublas_cu12-12.4.5.8-py3-none-win_amd64.whl"` (any source
+  id of the set): another release's wheel of that companion. It must hold the same DLL
+  names (the same ABI); its members are read from its zip directory.
+
+Files given this way have no catalogue pin and no FileVersion bundler could know in
+advance: their version checks are left out, the pack says the input is trusted on first
+pack, and the lock pins it from then on, as for any unpinned input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bundler.errors import SourceError
+from bundler.releases.families import RuntimeSet
+from bundler.support.zip_reader import ZipArchive
+
+TOOLKIT_SOURCE = "cuda"
+TOOLKIT_BIN_FOLDERS = ("bin", "bin/x64")
+TOOLKIT_LICENCE = "EULA.txt"
+# NVRTC's builtins DLL is named after the CUDA minor (nvrtc-builtins64_129.dll for 12.9):
+# a toolkit of another minor has its own.
+_PER_MINOR = re.compile(r"^(nvrtc-builtins64_)\d+(\.dll)$", re.IGNORECASE)
+_WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-[^-]+-[^-]+-(?P<plat>[^-]+)"
+                         r"\.whl$")
+
+
+@dataclass(frozen=True)
+class RuntimeTables:
+    """A runtime set's recipe tables after the spec's inputs are applied."""
+
+    cuda: str
+    sources: dict[str, Any]
+    components: dict[str, Any]
+    files: dict[str, Any]
+    licences: list[dict[str, str]]
+    given: str = ""     # how the set was changed, for the recipe's description
+
+    @classmethod
+    def of(cls, runtime: RuntimeSet) -> RuntimeTables:
+        tables = runtime.tables
+        return cls(runtime.cuda, dict(tables.get("sources", {})),
+                   dict(tables.get("components", {})), dict(tables.get("files", {})),
+                   list(tables.get("licences", [])))
+
+
+def overrides(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> bool:
+    """Whether the spec's inputs change the runtime set (and so need a rendered recipe)."""
+    return _toolkit_given(runtime, inputs) or bool(_other_wheels(runtime, inputs))
+
+
+def runtime_tables(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> RuntimeTables:
+    tables = RuntimeTables.of(runtime)
+    if _toolkit_given(runtime, inputs):
+        return _from_toolkit(tables, inputs[TOOLKIT_SOURCE])
+    for sid, path in _other_wheels(runtime, inputs).items():
+        tables = _with_wheel(tables, sid, path)
+    return tables
+
+
+def _toolkit_given(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> bool:
+    """A toolkit folder for a set of wheels (the CUDA 10.x sets are toolkits already)."""
+    return TOOLKIT_SOURCE in inputs and TOOLKIT_SOURCE not in runtime.tables.get("sources", {})
+
+
+def _other_wheels(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> dict[str, Path]:
+    sources = runtime.tables.get("sources", {})
+    return {sid: path for sid, path in inputs.items()
+            if sources.get(sid, {}).get("kind") == "wheel" and path.is_file()
+            and path.name != sources[sid].get("file_name")}
+
+
+# -- a CUDA toolkit folder ------------------------------------------------------------------
+
+def _from_toolkit(tables: RuntimeTables, folder: Path) -> RuntimeTables:
+    cuda = toolkit_version(folder)
+    if cuda.split(".")[0] != tables.cuda.split(".")[0]:
+        raise SourceError(f"{folder}: a CUDA {cuda} toolkit, but the release is built for "
+                          f"CUDA {tables.cuda.split('.')[0]}",
+                          f"give a CUDA {tables.cuda.split('.')[0]}.x toolkit, or name the "
+                          f"release for CUDA {cuda.split('.')[0]}")
+    found = _toolkit_dlls(folder)
+    renamed = {name: _in_toolkit(name, found) for name in _set_dlls(tables)}
+    missing = sorted(n for n, at in renamed.items() if not at and _is_default(tables, n))
+    if missing:
+        raise SourceError(f"{folder}: this CUDA {cuda} toolkit has no {', '.join(missing)} "
+                          f"in {' or '.join(f'{b}/' for b in TOOLKIT_BIN_FOLDERS)}",
+                          "give the toolkit's root folder (the one holding bin/ and "
+                          "version.json), with the CUDA runtime and cuBLAS installed")
+    components = {}
+    for cname, component in tables.components.items():
+        paths = [renamed[_basename(ref)] for ref in component["files"]]
+        components[cname] = {**component,
+                             "files": [f"{TOOLKIT_SOURCE}:{p}" for p in paths if p]}
+    components = {k: v for k, v in components.items() if v["files"]}
+    default = [f for c in components.values() if c.get("default", True) for f in c["files"]]
+    members = sorted({ref.split(":", 1)[1] for ref in default})
+    optional = sorted({ref.split(":", 1)[1] for c in components.values()
+                       for ref in c["files"]} - set(members))
+    has_licence = (folder / TOOLKIT_LICENCE).is_file()
+    source = {"kind": "toolkit",
+              "contents": members + ([TOOLKIT_LICENCE] if has_licence else []),
+              **({"optional_contents": optional} if optional else {})}
+    names = {name: at.rsplit("/", 1)[-1] for name, at in renamed.items() if at}
+    files = {names[name]: _unpinned(facts, names)
+             for name, facts in tables.files.items() if name in names}
+    licences = ([{"source": TOOLKIT_SOURCE, "member": TOOLKIT_LICENCE,
+                  "as": "NVIDIA_CUDA_EULA.txt"}] if has_licence else [])
+    return RuntimeTables(cuda, {TOOLKIT_SOURCE: source}, components,
+                         {k: v for k, v in files.items() if v}, licences,
+                         given=f"CUDA {cuda} toolkit")
+
+
+def toolkit_version(folder: Path) -> str:
+    """The CUDA release of a toolkit folder, from the version.json NVIDIA's installer
+    writes there (CUDA 11.1 on): {"cuda": {"version": "12.6.2"}, ...}."""
+    path = folder / "version.json"
+    try:
+        version = json.loads(path.read_text(encoding="utf-8"))["cuda"]["version"]
+    except FileNotFoundError:
+        raise SourceError(f"{folder}: no version.json, so not a CUDA toolkit's root folder "
+                          "(CUDA 11.1 and later write one)",
+                          "give the folder that holds bin/ and version.json, e.g. "
+                          "C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v12.6") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise SourceError(f"{path}: cannot read the CUDA version from it ({error})",
+                          'it should hold {"cuda": {"version": "12.6.2", ...}}') from None
+    if not isinstance(version, str) or not re.fullmatch(r"\d+\.\d+(\.\d+)*", version):
+        raise SourceError(f"{path}: cuda.version is {version!r}, not a version",
+                          "give an unmodified CUDA toolkit folder")
+    return version
+
+
+def _toolkit_dlls(folder: Path) -> dict[str, str]:
+    """Lower-cased DLL name -> path below the folder, for each bin folder there is."""
+    found: dict[str, str] = {}
+    for sub in TOOLKIT_BIN_FOLDERS:
+        if (folder / sub).is_dir():
+            for path in sorted((folder / sub).glob("*.dll")):
+                found.setdefault(path.name.lower(), f"{sub}/{path.name}")
+    return found
+
+
+def _in_toolkit(name: str, found: dict[str, str]) -> str:
+    if name.lower() in found:
+        return found[name.lower()]
+    per_minor = _PER_MINOR.match(name)
+    if per_minor:
+        prefix = per_minor.group(1).lower()
+        return next((at for key, at in sorted(found.items()) if key.startswith(prefix)), "")
+    return ""
+
+
+def _set_dlls(tables: RuntimeTables) -> list[str]:
+    return [_basename(ref) for c in tables.components.values() for ref in c["files"]]
+
+
+def _is_default(tables: RuntimeTables, name: str) -> bool:
+    return any(c.get("default", True) and name in map(_basename, c["files"])
+               for c in tables.components.values())
+
+
+def _basename(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+def _unpinned(facts: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """A file's facts without its FileVersion (that of the pinned wheel), its `loads`
+    renamed to the files actually given."""
+    kept = {k: v for k, v in facts.items() if k != "version"}
+    if "loads" in kept:
+        kept["loads"] = [names.get(n, n) for n in kept["loads"]]
+    return kept
+
+
+# -- another release's wheel of one companion ----------------------------------------------
+
+def _with_wheel(tables: RuntimeTables, sid: str, path: Path) -> RuntimeTables:
+    pinned = tables.sources[sid]
+    parsed = _WHEEL_NAME.match(path.name)
+    if parsed is None or parsed["plat"] != pinned["platform_tag"]:
+        raise SourceError(f"{path}: not a {pinned['platform_tag']} wheel of "
+                          f"{pinned['package']} (source '{sid}')",
+                          f"give a file named like {pinned['file_name']}")
+    package = parsed["name"].lower().replace("_", "-")
+    if package != pinned["package"]:
+        raise SourceError(f"{path}: a wheel of {package}, but source '{sid}' is "
+                          f"{pinned['package']}",
+                          f"give a wheel of {pinned['package']}, or the file to the "
+                          "source it belongs to (bundler recipes NAME lists them)")
+    with ZipArchive(path) as archive:
+        members = list(archive.members)
+    moved = {old: _same_file(old, members, path, sid) for old in pinned["contents"]}
+    source = {**{k: v for k, v in pinned.items() if k not in ("sha256", "pin_source")},
+              "version": parsed["version"], "file_name": path.name,
+              "contents": [moved[m] for m in pinned["contents"]]}
+    dlls = {_basename(m) for m in pinned["contents"] if m.lower().endswith(".dll")}
+    files = {name: ({k: v for k, v in facts.items() if k != "version"}
+                    if name in dlls else facts) for name, facts in tables.files.items()}
+    licences = [{**lic, "member": moved.get(lic["member"], lic["member"])}
+                if lic["source"] == sid else lic for lic in tables.licences]
+    given = ", ".join(filter(None, [tables.given, f"{package} {parsed['version']}"]))
+    return RuntimeTables(tables.cuda, {**tables.sources, sid: source}, tables.components,
+                         {k: v for k, v in files.items() if v}, licences, given=given)
+
+
+def _same_file(member: str, members: list[str], path: Path, sid: str) -> str:
+    """The member of the given wheel that is the pinned wheel's `member`: the same path,
+    else (a licence in another dist-info folder) the same name below a *.dist-info/."""
+    if member in members:
+        return member
+    top, _, below = member.partition("/")
+    if top.endswith(".dist-info"):
+        names = {below, below.rsplit("/", 1)[-1]}
+        for candidate in members:
+            ctop, _, cbelow = candidate.partition("/")
+            if ctop.endswith(".dist-info") and cbelow in names | {f"licenses/{below}"}:
+                return candidate
+    raise SourceError(f"{path}: has no {member} (source '{sid}' needs it)",
+                      "give a wheel of the same CUDA major: its DLL names must be the "
+                      "ones the runtime set names (bundler recipes NAME)")
