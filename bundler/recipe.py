@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError, SourceError
-from bundler.recipe_checks import check_consistency, signer_trust
+from bundler.recipe_checks import check_consistency, driver_minimums, signer_trust
 from bundler.releases.catalogue import cuda_key
 from bundler.releases.channels import detect as detect_channel
 from bundler.releases.families import runtime_sets
@@ -29,7 +29,6 @@ from bundler.releases.runtime_inputs import overrides as runtime_overrides
 from bundler.support.paths import is_bare_file_name
 from bundler.support.toml_tables import Table, load_toml_bytes, parse_toml_text
 from bundler.windows.authenticode import Trust
-from bundler.windows.compat import compat_facts
 
 LICENCE_COMPONENT = "licence"
 
@@ -100,6 +99,8 @@ class RuntimeFile:
     signature_optional: bool = False   # its source's: checked only where present
     # What its export cudnnGetVersion returns (read from the code, not run); 0: unchecked.
     cudnn_get_version: int = 0
+    # An era whose files bundler never saw: code it cannot read is noted, not refused.
+    cudnn_get_version_where_readable: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,7 @@ def _recipe(data: dict, raw: bytes, path: Path) -> Recipe:
     description = top.take("description", str, "")
     versions = top.table("versions")
     cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
-    min_driver, min_driver_compat = _driver_minimums(versions, cuda)
+    min_driver, min_driver_compat = driver_minimums(versions, cuda)
     versions.done()
     signers = {name: signer_trust(name, t) for name, t in top.tables("signers").items()}
     sources = {sid: _source(sid, t, platform) for sid, t in top.tables("sources").items()}
@@ -284,28 +285,6 @@ def _recipe(data: dict, raw: bytes, path: Path) -> Recipe:
                     min_driver_compat=min_driver_compat, signers=signers, text=raw)
     check_consistency(recipe)
     return recipe
-
-
-def _driver_minimums(versions: Table, cuda: str) -> tuple[str, str]:
-    """min_driver and min_driver_compat of a CUDA release, from the driver table
-    (bundler/windows/compat.toml). A recipe may state them only to agree with it, or for
-    a release the table lacks."""
-    table = compat_facts()
-    known = {"min_driver": table.min_driver_for(cuda),
-             "min_driver_compat": table.minor_compatible_from(cuda)}
-    for key, derived in known.items():
-        given = versions.take(key, str, "")
-        if given and derived and given != derived:
-            raise RecipeError(f"{versions.path}: versions.{key} = {given!r}, but bundler's "
-                              f"driver table gives {derived!r} for CUDA {cuda}",
-                              f"remove {key}: it comes from the driver table "
-                              "(docs/recipe-format.md)")
-        known[key] = given or derived
-    if not known["min_driver"]:
-        raise RecipeError(f"{versions.path}: bundler's driver table has no CUDA {cuda}",
-                          f'add min_driver = "..." (NVIDIA\'s minimum Windows driver for '
-                          f"CUDA {cuda}) to [versions]")
-    return known["min_driver"], known["min_driver_compat"]
 
 
 def _source(sid: str, table: Table, platform: str) -> SourceSpec:
@@ -373,9 +352,14 @@ def _with_facts(runtime_file: RuntimeFile, facts: Table | None, source: SourceSp
     loads = tuple(facts.take_str_list("loads", []))
     signed_by = facts.take("signed_by", str, source.signed_by)
     get_version = facts.take("cudnn_get_version", int, 0)
+    where_readable = facts.take("cudnn_get_version_where_readable", bool, False)
     facts.done()
+    if where_readable and not get_version:
+        raise RecipeError(f"{facts.path}: cudnn_get_version_where_readable without "
+                          "cudnn_get_version", "add cudnn_get_version or remove it")
     return replace(runtime_file, version=version, loads=loads, signed_by=signed_by,
-                   cudnn_get_version=get_version)
+                   cudnn_get_version=get_version,
+                   cudnn_get_version_where_readable=where_readable)
 
 
 def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str, Table]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from bundler.errors import RecipeError
 from bundler.support.toml_tables import Table
 from bundler.windows.authenticode import Trust
+from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
 
 if TYPE_CHECKING:
@@ -67,3 +68,25 @@ def check_consistency(recipe: Recipe) -> None:
                                                    *source.optional_contents):
             raise RecipeError(f"{where}: {item.member} is not in the contents of source "
                               f"'{source.id}'", "add it to contents or fix the member path")
+
+
+def driver_minimums(versions: Table, cuda: str) -> tuple[str, str]:
+    """min_driver and min_driver_compat of a CUDA release, from the driver table
+    (bundler/windows/compat.toml). A recipe may state them only to agree with it, or for
+    a release the table lacks."""
+    table = compat_facts()
+    known = {"min_driver": table.min_driver_for(cuda),
+             "min_driver_compat": table.minor_compatible_from(cuda)}
+    for key, derived in known.items():
+        given = versions.take(key, str, "")
+        if given and derived and given != derived:
+            raise RecipeError(f"{versions.path}: versions.{key} = {given!r}, but bundler's "
+                              f"driver table gives {derived!r} for CUDA {cuda}",
+                              f"remove {key}: it comes from the driver table "
+                              "(docs/recipe-format.md)")
+        known[key] = given or derived
+    if not known["min_driver"]:
+        raise RecipeError(f"{versions.path}: bundler's driver table has no CUDA {cuda}",
+                          f'add min_driver = "..." (NVIDIA\'s minimum Windows driver for '
+                          f"CUDA {cuda}) to [versions]")
+    return known["min_driver"], known["min_driver_compat"]

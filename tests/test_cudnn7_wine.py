@@ -16,6 +16,7 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
+import pefile
 import pytest
 
 from bundler.manifest import read_manifest
@@ -117,5 +118,36 @@ def test_an_era_whose_signing_is_unknown_checks_a_signature_only_where_present(
                     f'cudnn = "{archive.as_posix()}"\ncuda = "{toolkit.as_posix()}"\n')
     code, out, err = run_cli(capsys, "pack", spec, "--json")
     assert code == 0, err
-    files = json.loads(out)["files"]
-    assert {f["signature"] for f in files if f["name"].startswith("cudnn")} == {""}
+    summary = json.loads(out)
+    assert {f["signature"] for f in summary["files"] if f["name"].startswith("cudnn")} == {""}
+    assert "not checked" not in summary["inputs_trusted"]["cudnn"]   # 8101, read and right
+
+    # The era's cudnnGetVersion code was never seen: code bundler cannot read (here
+    # `xor eax, eax; ret`) is named in the summary, not refused; another number is.
+    unreadable = build_shaped(Shape("cudnn_ops_infer64_8.dll", (), ("cudnnGetVersion",)),
+                              tmp_path / "unreadable")
+    _patch_export(unreadable, "cudnnGetVersion", bytes.fromhex("31c0c3"))
+    _replace_member(archive, "cuda/bin/cudnn_ops_infer64_8.dll", unreadable.read_bytes())
+    code, out, err = run_cli(capsys, "pack", spec, "--json", "--update-lock")
+    assert code == 0, err
+    assert ("cudnn_ops_infer64_8.dll's cudnnGetVersion is code bundler cannot read: its "
+            "release is not checked") in json.loads(out)["inputs_trusted"]["cudnn"]
+
+
+def _replace_member(path: Path, name: str, data: bytes) -> None:
+    with zipfile.ZipFile(path) as old:
+        members = {info.filename: old.read(info) for info in old.infolist()}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as new:
+        for member, content in {**members, name: data}.items():
+            new.writestr(member, content)
+
+
+def _patch_export(path: Path, function: str, code: bytes) -> None:
+    image = pefile.PE(str(path))
+    rva = next(s.address for s in image.DIRECTORY_ENTRY_EXPORT.symbols
+               if s.name == function.encode())
+    offset = image.get_offset_from_rva(rva)
+    image.close()
+    data = bytearray(path.read_bytes())
+    data[offset:offset + len(code)] = code
+    path.write_bytes(bytes(data))

@@ -112,7 +112,8 @@ CASES = [
     (thirty_two_bit, "cudnn64_8.dll is a I386 DLL, not AMD64 (32-bit)"),
     (cuda11_build, "imports cublas64_11.dll, a CUDA 11 library"),
     (damaged_dll, "cudnn_ops_train64_8.dll is not a valid Windows DLL"),
-    (other_release, "cudnn64_8.dll has version 8.0.5.39, the recipe expects 8.0.3.33"),
+    (other_release, "cudnn_ops_infer64_8.dll: its cudnnGetVersion returns 8005, the recipe "
+                    "expects 8003"),
     (zip_slip, "escapes the archive's folder"),
     (dll_missing, "lacks 1 expected file(s): bin/cudnn_cnn_infer64_8.dll"),
     (toolkit_without_cublas, "lacks 1 expected file(s): bin/cublas64_10.dll"),

@@ -113,7 +113,8 @@ def test_two_apps_with_different_runtimes_run_at_once(
     other_dlls = build_runtime(tmp_path / "dlls-8.0.5", cudnn_version=(8, 0, 5, 39)).dir
     recipe = tmp_path / "cudnn-8.0.5.39-cuda10.1-test.toml"
     recipe.write_text((RECIPES / "cudnn-8.0.3.33-cuda10.1-win-x64.toml").read_text()
-                      .replace("8.0.3.33", "8.0.5.39"))
+                      .replace("8.0.3.33", "8.0.5.39")
+                      .replace("cudnn_get_version = 8003", "cudnn_get_version = 8005"))
     other = make_workspace(
         tmp_path / "other", standin_framework,
         {"cudnn": make_nvidia_zip(other_dlls, tmp_path / "cudnn-8.0.5.zip", "deflate",

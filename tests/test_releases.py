@@ -23,6 +23,7 @@ from bundler.releases.channels import Channel, detect
 from bundler.releases.generate import render as render_catalogue
 from bundler.releases.render import api_version, default_channel, driver_style_version, render
 from bundler.support.toml_tables import tomllib
+from bundler.windows.pe_file import returned_constant
 from tests.packing import PROJECT_ROOT, run_cli
 
 HAND_WRITTEN = ("cudnn-8.9.4.25-cuda11-win-x64", "cudnn-9.28.0.42-cuda12-win-x64",
@@ -218,3 +219,24 @@ def test_a_rendered_recipe_written_out_loads_as_the_same_recipe(
     assert load_recipe_file(out).sha256 == find_recipe(name, PROJECT_ROOT).sha256
     code, _, err = run_cli(capsys, "recipes", name, "--write", out)
     assert code == 2 and "exists" in err
+
+
+# The code of cudnnGetVersion as NVIDIA's DLLs have it (file-offset dumps of the real
+# files; rel32 call targets and the logging body shortened to filler).
+_LOGGED_8X = ("b858800000" "e811223344" "482be0" + "90" * 16 + "b8cb220000" "488b8c2440800000"
+              "4833cc" "e811223344" "4881c458800000" "c3" "cccccccc")
+_LOGGED_9X = ("b858000100" "e811223344" "482be0" + "90" * 16 + "b8e8690100" "488b8c2440000100"
+              "4833cc" "e811223344" "4881c458000100" "c3" "cccccccc")
+
+
+@pytest.mark.parametrize("code, number", [
+    ("b84c1d0000c3" "cccccccccccc", 7500),          # cuDNN 7.5.0's cudnn64_7: mov eax; ret
+    (_LOGGED_8X, 8907),                             # 8.9.7's cudnn_ops_infer64_8
+    (_LOGGED_9X, 92648),                            # a 9.x cudnn_graph64_9 (0x169e8)
+    ("4053b820000000e8b48e0000482be065" "48ff2511223344" "cccccccc", None),   # the 8.x shim
+    ("4889c8" "b801000000c3" "b802000000c3" "cccccccc", None),  # two candidates: no guess
+    ("31c0c3cccccccc", None),                       # xor eax, eax: no constant
+])
+def test_the_release_number_is_read_from_cudnn_get_version_code(code: str,
+                                                                number: int | None) -> None:
+    assert returned_constant(bytes.fromhex(code)) == number

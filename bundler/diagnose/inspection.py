@@ -28,7 +28,7 @@ from bundler.support.wheel_names import normalize, wheel_name
 from bundler.support.zip_reader import Member, Tap, ZipArchive
 from bundler.windows.authenticode import SignatureCheck, any_shipped_signer, check_signature
 from bundler.windows.imports import is_runtime_dll, resolve_import
-from bundler.windows.pe_file import is_pe, read_pe
+from bundler.windows.pe_file import exported_constant, is_pe, read_pe
 
 
 @dataclass(frozen=True)
@@ -85,14 +85,16 @@ def classify(name: str, beside: set[str], recipes: tuple[Recipe, ...]) -> tuple[
     return found.status, found.note
 
 
-def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...]
+def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...], api_version: int = 0
                   ) -> list[tuple[str, str]]:
     """(dll, recipe) pairs the recipes say `name` loads at run time. Recipes naming
-    this exact version are preferred (even when they say it loads nothing: another
-    release of a DLL may load other things); otherwise every recipe that knows the name."""
+    this exact version (in the version resource, or what cudnnGetVersion returns:
+    `api_version`) are preferred (even when they say it loads nothing: another release
+    of a DLL may load other things); otherwise every recipe that knows the name."""
     known = [(r, f) for r in recipes for f in r.files.values()
              if f.name.lower() == name.lower()]
-    exact = [(r, f) for r, f in known if f.version and f.version == version]
+    exact = [(r, f) for r, f in known if (f.version and f.version == version)
+             or (f.cudnn_get_version and f.cudnn_get_version == api_version)]
     pairs: dict[str, str] = {}
     for recipe, runtime_file in exact or known:
         for loaded in runtime_file.loads:
@@ -114,7 +116,9 @@ def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
     dependencies = [Dependency(i, how, *classify(i, beside, recipes))
                     for how, names in (("static", info.imports), ("delay", info.delay_imports))
                     for i in names]
-    for loaded, recipe in runtime_loads(name, info.file_version, recipes):
+    api_version = exported_constant(path, "cudnnGetVersion") \
+        if "cudnnGetVersion" in info.exports else None
+    for loaded, recipe in runtime_loads(name, info.file_version, recipes, api_version or 0):
         status, _ = classify(loaded, beside, recipes)
         dependencies.append(Dependency(loaded, "runtime", status, f"named by recipe {recipe}"))
     required, signature = judge_signature(path, name, recipes)

@@ -18,6 +18,7 @@ from bundler.manifest import MANIFEST_NAME, Manifest, write_manifest
 from bundler.pack.app_needs import Selection, select_for_app
 from bundler.pack.app_scan import Need, scan_app
 from bundler.pack.builders import BUILDERS
+from bundler.pack.builders.base import Skipped
 from bundler.pack.emit import build_manifest
 from bundler.pack.lock import Lock, check_lock, read_lock
 from bundler.pack.output import refuse_unsafe_target, staged_output
@@ -51,6 +52,8 @@ class PackResult:
     reasons: Mapping[str, list[str]] = field(default_factory=dict)
     # source id -> how its input is vouched for (recipe.SourceSpec.trust)
     trust: Mapping[str, str] = field(default_factory=dict)
+    # what of the app folder the bundle does not carry, and why
+    skipped: tuple[Skipped, ...] = ()
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
@@ -83,7 +86,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
         with staged_output(target, [spec.lock_path]) as staging:
             # Read under the pack locks, after any interrupted swap was completed.
             previous = previous_bundle(target, _old_lock(spec.lock_path))
-            app_root, bootstrap = build(spec, recipe, staging.folder, target)
+            built = build(spec, recipe, staging.folder, target)
+            app_root, bootstrap = built.root, built.bootstrap
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
                 selection, sources = select_and_open(staging.folder, runtime.as_posix())
@@ -107,9 +111,11 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
         close_all(sources)
     ways = Counter(reuse.origin.get(item.file.source, "read") for item in staged)
     origin = RuntimeOrigin(files=dict(ways), linked=reuse.linked, copied=reuse.copied)
+    unchecked = made.resolved.unchecked
+    trust = {sid: "; ".join([recipe.sources[sid].trust, *unchecked.get(sid, [])])
+             for sid in sorted(sources)}
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
-                      reasons=selection.reasons,
-                      trust={sid: recipe.sources[sid].trust for sid in sorted(sources)})
+                      reasons=selection.reasons, trust=trust, skipped=built.skipped)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bundler.errors import CheckError
 from bundler.manifest import FileEntry
@@ -23,6 +23,8 @@ from bundler.windows.pe_file import PLATFORM_MACHINE, PEInfo, exported_constant,
 class ResolvedRuntime:
     files: list[FileEntry]
     load_order: list[str]   # relpaths of the DLLs, dependencies first
+    # source id -> what could not be checked (an era whose files bundler never saw)
+    unchecked: Mapping[str, list[str]] = field(default_factory=dict)
 
 
 def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile],
@@ -38,7 +40,15 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
     files = [_bundled(s, infos.get(s.file.name)) for s in staged]
     order = load_order(recipe, components, infos)
     relpath = {s.file.name: s.relpath for s in staged}
-    return ResolvedRuntime(files=files, load_order=[relpath[name] for name in order])
+    unchecked: dict[str, list[str]] = {}
+    for item in staged:
+        if item.file.cudnn_get_version and item.file.name in infos \
+                and exported_constant(item.path, "cudnnGetVersion") is None:
+            unchecked.setdefault(item.file.source, []).append(
+                f"{item.file.name}'s cudnnGetVersion is code bundler cannot read: its "
+                "release is not checked")
+    return ResolvedRuntime(files=files, load_order=[relpath[name] for name in order],
+                           unchecked=unchecked)
 
 
 def _bundled(staged: StagedFile, info: PEInfo | None) -> FileEntry:
@@ -99,7 +109,7 @@ def _check_api_version(item: StagedFile) -> list[Problem]:
     if not wanted:
         return []
     found = exported_constant(item.path, "cudnnGetVersion")
-    if found == wanted:
+    if found == wanted or (found is None and item.file.cudnn_get_version_where_readable):
         return []
     said = "cannot be read" if found is None else f"returns {found}"
     return [Problem("version", f"{item.file.name}: its cudnnGetVersion {said}, the recipe "

@@ -91,10 +91,10 @@ def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: Resolve
         found = checker.result(item, trust)
         if found.ok:
             files.append(_signed(entry, found, SIGNATURE_VERIFIED))
-        elif found.status == UNSIGNED and item.file.signature_optional:
-            files.append(entry)   # an era whose signing is unknown: no signature is no claim
         elif found.status != CHANGED and allowed(entry.name, allow_unsigned):
             files.append(_signed(entry, found, SIGNATURE_ALLOWED_UNSIGNED))
+        elif found.status == UNSIGNED and item.file.signature_optional:
+            files.append(entry)   # an era whose signing is unknown: no signature is no claim
         else:
             key = (origins[item.file.source], trust.signer, found.describe())
             failed.setdefault(key, []).append(entry.name)

@@ -32,6 +32,7 @@ class Era:
     signed_by: str                      # "" : NVIDIA did not sign this era's DLLs
     signature_optional: bool = False    # checked where present (facts unknown)
     version_resource_checked: bool = True
+    get_version_where_readable: bool = False   # cudnnGetVersion's code never seen
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,9 @@ def _family(path: Path) -> Family:
 def _era(table: Table) -> Era:
     era = Era(start=table.take("from", str), signed_by=table.take("signed_by", str),
               signature_optional=table.take("signature_optional", bool, False),
-              version_resource_checked=table.take("version_resource_checked", bool, True))
+              version_resource_checked=table.take("version_resource_checked", bool, True),
+              get_version_where_readable=table.take("get_version_where_readable", bool,
+                                                    False))
     table.done()
     return era
 

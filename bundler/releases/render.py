@@ -179,6 +179,8 @@ def _facts(family: Family, release: Release, runtime: RuntimeTables, name: str
                "cuda": driver_style_version(runtime.cuda), "none": ""}[facts.version_resource]
     return {**({"version": version} if version else {}),
             **({"cudnn_get_version": api_version(release.cudnn)} if facts.get_version else {}),
+            **({"cudnn_get_version_where_readable": True}
+               if facts.get_version and era.get_version_where_readable else {}),
             "loads": [n.format(cuda_major=release.cuda.split(".")[0]) for n in facts.loads]}
 
 

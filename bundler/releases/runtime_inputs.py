@@ -80,10 +80,18 @@ def _toolkit_given(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> bool:
 
 
 def _other_wheels(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> dict[str, Path]:
+    """Wheels for the set's platform named otherwise than the pinned ones (a wheel of
+    another platform is left to the wheel source, which names what is wrong)."""
     sources = runtime.tables.get("sources", {})
-    return {sid: path for sid, path in inputs.items()
-            if sources.get(sid, {}).get("kind") == "wheel" and path.is_file()
-            and path.name != sources[sid].get("file_name")}
+    found = {}
+    for sid, path in inputs.items():
+        pinned = sources.get(sid, {})
+        parsed = _WHEEL_NAME.match(path.name)
+        if pinned.get("kind") == "wheel" and path.is_file() and parsed is not None \
+                and parsed["plat"] == pinned["platform_tag"] \
+                and path.name != pinned["file_name"]:
+            found[sid] = path
+    return found
 
 
 # -- a CUDA toolkit folder ------------------------------------------------------------------
@@ -194,10 +202,7 @@ def _unpinned(facts: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]
 def _with_wheel(tables: RuntimeTables, sid: str, path: Path) -> RuntimeTables:
     pinned = tables.sources[sid]
     parsed = _WHEEL_NAME.match(path.name)
-    if parsed is None or parsed["plat"] != pinned["platform_tag"]:
-        raise SourceError(f"{path}: not a {pinned['platform_tag']} wheel of "
-                          f"{pinned['package']} (source '{sid}')",
-                          f"give a file named like {pinned['file_name']}")
+    assert parsed is not None   # _other_wheels matched it
     package = parsed["name"].lower().replace("_", "-")
     if package != pinned["package"]:
         raise SourceError(f"{path}: a wheel of {package}, but source '{sid}' is "

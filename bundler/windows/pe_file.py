@@ -8,6 +8,7 @@ reading it into memory.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,10 +72,15 @@ def read_pe(path: Path, exports: bool = False) -> PEInfo:
 
 
 def exported_constant(path: Path, function: str) -> int | None:
-    """The constant an exported function returns, read from its code without running it:
-    cuDNN 7's `cudnnGetVersion` is `mov eax, imm32; ret` (B8 imm32 C3). None where the
-    export is missing or its code is another shape (cuDNN 8 and 9's shim forwards the call
-    to a sub-library)."""
+    """The constant an exported function returns, read from its code without running it.
+
+    Read from NVIDIA's own files (cuDNN 7.5, 8.9.4, 8.9.7, 9.0, 9.1, 9.5, 9.10, 9.12):
+    cudnnGetVersion is `mov eax, imm32; ret` (B8 imm32 C3) in cuDNN 7, and in the cuDNN 8
+    and 9 sub-library that implements it (cudnn_ops_infer64_8, cudnn_graph64_9) an
+    API-logged function that loads the constant just before its stack-cookie epilogue
+    (B8 imm32 48 8B 8C 24 ...). Exactly one such load in the function's bytes (up to its
+    CC padding) is the answer; None where the export is missing or its code has none or
+    several (cudnn64_8/9's dispatch shim forwards the call and holds no constant)."""
     try:
         image = pefile.PE(str(path), fast_load=True)
     except (pefile.PEFormatError, OSError):
@@ -84,12 +90,28 @@ def exported_constant(path: Path, function: str) -> int | None:
         directory = getattr(image, "DIRECTORY_ENTRY_EXPORT", None)
         rva = next((s.address for s in (directory.symbols if directory else [])
                     if s.name == function.encode()), None)
-        code = image.get_data(rva, 6) if rva is not None else b""
+        code = image.get_data(rva, _LONGEST_FUNCTION) if rva is not None else b""
+    except pefile.PEFormatError:
+        return None
     finally:
         image.close()
-    if code[:1] == b"\xb8" and code[5:6] == b"\xc3":
+    return returned_constant(code)
+
+
+def returned_constant(code: bytes) -> int | None:
+    """The one constant a function's machine code (up to its CC padding) loads into eax
+    just before it returns, or None (see exported_constant)."""
+    if code[:1] == b"\xb8" and code[5:6] == b"\xc3":   # the whole function: mov eax; ret
         return int.from_bytes(code[1:5], "little")
-    return None
+    found = _RETURNED_CONSTANT.findall(code.split(b"\xcc" * 4, 1)[0])
+    return int.from_bytes(found[0], "little") if len(found) == 1 else None
+
+
+_LONGEST_FUNCTION = 0x200
+# mov eax, imm32 followed by the epilogue's `mov rcx, [rsp+...]` (the stack cookie). A
+# `mov eax, imm32; ret` counts only as the whole function: after the function's end
+# (compilers other than MSVC pad without CC) it would be the next function's.
+_RETURNED_CONSTANT = re.compile(rb"\xb8(....)(?=\x48\x8b\x8c\x24)", re.DOTALL)
 
 
 def _names(entries: list) -> tuple[str, ...]:

@@ -39,6 +39,8 @@ class Shape:
     exports: tuple[str, ...] = ()
     version: str = ""                                   # "" = no version resource
     delay: tuple[str, ...] = field(default=())
+    # Exports that return a constant (cudnnGetVersion), compiled to `mov eax, N; ret`.
+    returns: tuple[tuple[str, int], ...] = ()
 
 
 def marker(dll: str) -> str:
@@ -71,7 +73,7 @@ def pe_tables(path: Path) -> Shape:
 
 def build_shaped(shape: Shape, out_dir: Path, extra_exports: Iterable[str] = ()) -> Path:
     exports = sorted({marker(shape.name), *shape.exports, *extra_exports}
-                     - {""})
+                     - {""} - {name for name, _ in shape.returns})
     exports = [e for e in exports if _C_NAME.match(e)]
     key = digest(repr(shape), repr(exports), (STANDIN_DIR / "standin.h").read_text())
     cached = build_once(cache_root() / "shaped" / key,
@@ -92,7 +94,9 @@ def _compile(shape: Shape, exports: list[str], out: Path) -> None:
         work = Path(work_s)
         source = work / "shaped.c"
         source.write_text('#include "standin.h"\n' + "".join(
-            f"STANDIN_EXPORT int {name}(void) {{ return 0; }}\n" for name in exports))
+            f"STANDIN_EXPORT int {name}(void) {{ return 0; }}\n" for name in exports)
+            + "".join(f"STANDIN_EXPORT int {name}(void) {{ return {value}; }}\n"
+                      for name, value in shape.returns))
         spec = StandinSpec("shaped.c", shape.name, _version(shape.version), imports=imports,
                            description=f"{shape.name} (bundler test stand-in shaped like "
                                        "the real file)")
@@ -132,8 +136,11 @@ def recipe_shape(recipe: Recipe, name: str) -> Shape:
     else:
         imports = []
     renamed = [recipe.supplier_of(i).name if recipe.supplier_of(i) else i for i in imports]
+    facts = recipe.files.get(name)
     return Shape(name, tuple((i, (marker(i),)) for i in renamed),
-                 version=recipe.files[name].version if name in recipe.files else "")
+                 version=facts.version if facts else "",
+                 returns=(("cudnnGetVersion", facts.cudnn_get_version),)
+                 if facts and facts.cudnn_get_version else ())
 
 
 def standin_wheels(recipe: Recipe, folder: Path, components: Iterable[str],
