@@ -45,6 +45,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
     result = pack(spec, out=Path(args.out) if args.out else None,
                   overrides=dict(args.source or []), update_lock=args.update_lock,
                   offline=args.offline, copy=args.copy)
+    for warning in result.warnings:   # on stderr, so --json output stays one document
+        _say(f"bundler: warning: {warning}")
     if args.json:
         print(json.dumps(_pack_summary(result), indent=2))
     else:
@@ -62,7 +64,12 @@ def _pack_summary(result: PackResult) -> dict:
             "selected_because": dict(result.reasons),
             "allowed_unsigned": [e.path for e in manifest.files
                                  if e.signature == SIGNATURE_ALLOWED_UNSIGNED],
-            "runtime_origin": asdict(result.origin), "inputs_trusted": dict(result.trust)}
+            "runtime_origin": asdict(result.origin), "inputs_trusted": dict(result.trust),
+            "skipped_from_app": [asdict(item) for item in result.skipped],
+            "warnings": list(result.warnings)}
+
+
+_SKIPPED_SHOWN = 20   # lines naming what was not copied; --json names every one
 
 
 def _print_pack(result: PackResult) -> None:
@@ -85,6 +92,11 @@ def _print_pack(result: PackResult) -> None:
     for sid, trust in result.trust.items():
         print(f"  input {sid}: {trust}")
     print(f"  lock: {result.lock_path}")
+    for item in result.skipped[:_SKIPPED_SHOWN]:   # what of the app the bundle lacks
+        print(f"  not copied from the app folder: {item.path} ({item.why})")
+    if len(result.skipped) > _SKIPPED_SHOWN:
+        print(f"  not copied from the app folder: {len(result.skipped) - _SKIPPED_SHOWN} "
+              "more (--json lists them all)")
     allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
     if allowed:
         print(f"  NOT SIGNED: {len(allowed)} files lack the signature the recipe asks for and "

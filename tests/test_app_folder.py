@@ -1,9 +1,11 @@
-"""The app folder as the folder builder copies it: outputs never copy outputs, and
-symbolic links are followed only inside the app folder (links that leave it, dangling
-links and loops are refused, naming the link)."""
+"""The app folder as the folder builder copies it: outputs never copy outputs, but
+only outputs are left out, each named in the pack summary; and symbolic links are
+followed only inside the app folder (links that leave it, dangling links and loops are
+refused, naming the link)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -82,3 +84,48 @@ def test_a_link_inside_the_app_is_shipped_as_the_file_it_points_to(
     code, _, err = run_cli(capsys, "pack", workspace.spec)
     assert code == 0, err
     assert (workspace.dist / "alias.txt").read_text() == "inside"
+
+
+# Files of the app whose names only look like what packs leave, or that hold a file
+# named like the bootstrap: the app's own, shipped as they are.
+LOOKALIKES = [".env.new-prod", "conf/.db.old-backup", "conf/.settings.staging-eu",
+              "plugins/y/_cudnn_bootstrap.py",
+              "conf/.app.swap.json", ".app.old-notes", "plugins/x/_cudnn_bootstrap.py",
+              "plugins/x/cudnn/manifest.json"]
+
+
+def test_app_files_named_like_pack_debris_or_a_bootstrap_are_shipped(
+        workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    app = workspace.root / "app"
+    for relpath in LOOKALIKES:
+        (app / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (app / relpath).write_text(f"the app's own {relpath}\n")
+    (app / "__pycache__").mkdir()
+    (app / "__pycache__" / "main.cpython-311.pyc").write_bytes(b"\0")
+    code, out, err = run_cli(capsys, "pack", workspace.spec, "--json")
+    assert code == 0, err
+    for relpath in LOOKALIKES:
+        assert (workspace.dist / relpath).read_text() == f"the app's own {relpath}\n", relpath
+    # what was left out is named, with why: here only the bytecode cache
+    assert json.loads(out)["skipped_from_app"] == [
+        {"path": "__pycache__", "why": "Python bytecode (Python writes it again)"}]
+    code, out, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 0, err
+    assert "not copied from the app folder: __pycache__ (Python bytecode" in out
+
+
+def test_earlier_bundles_left_out_of_an_app_folder_of_dot_are_named(
+        workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = workspace.spec
+    spec.write_text(spec.read_text().replace('path = "app"', 'path = "."')
+                    .replace('entry = "main.py"', 'entry = "app/main.py"'))
+    code, _, err = run_cli(capsys, "pack", spec, "--out", workspace.root / "dist" / "one")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "pack", spec, "--out", workspace.root / "dist" / "two",
+                             "--json")
+    assert code == 0, err
+    skipped = {item["path"]: item["why"] for item in json.loads(out)["skipped_from_app"]}
+    assert skipped["dist/one"].startswith("a bundle bundler made")
+    assert skipped[".app.spec.lock.pack-lock"].startswith("left by a pack")
+    assert skipped["dist/.two.pack-lock"].startswith("left by a pack")
+    assert not any((workspace.root / "dist" / "two" / "dist").iterdir())

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError
-from bundler.pack.builders.folder import is_output
+from bundler.pack.builders.folder import outputs_in
 from bundler.windows.compat import CompatFacts, FrameworkEntry, compat_facts
 from bundler.windows.imports import is_runtime_dll
 from bundler.windows.pe_file import read_pe
@@ -90,7 +90,8 @@ def _walk(root: Path, skip: str) -> list[Path]:
     found = []
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
-        dirs[:] = [d for d in dirs if not is_output(here, d)
+        outputs = outputs_in(here, dirs, skipped)   # the same folders the copy leaves out
+        dirs[:] = [d for d in dirs if d not in outputs
                    and (skipped is None or (here / d).resolve() != skipped)]
         found += [here / f for f in files]
     return found

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import time
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bundler.errors import RefusedError
-from bundler.support.exclusive import LOCK_SUFFIX, exclusive, lock_file
+from bundler.support.exclusive import exclusive, lock_file
 from bundler.support.json_files import read_json
 from bundler.support.paths import remove_tree
 
@@ -67,14 +66,14 @@ def journaled_targets(folder: Path) -> list[Path]:
     return [folder / p.name[1:-len(_JOURNAL_SUFFIX)] for p in folder.glob(f".*{_JOURNAL_SUFFIX}")]
 
 
-def is_pack_file(name: str) -> bool:
-    """Whether `name` is one of the files or folders packs keep beside a bundle or lock
-    while they run (staging, retired bundle, journal, temporary lock, pack lock)."""
-    return bool(_PACK_FILE.match(name))
-
-
-_PACK_FILE = re.compile(r"^\..+(\.staging-.+|\.old-.+|" + re.escape(_JOURNAL_SUFFIX)
-                        + r"(\.tmp)?|" + re.escape(LOCK_SUFFIX) + r"|\.new-.+)$")
+def is_pack_file_of(path: Path, name: str) -> bool:
+    """Whether `name`, beside `path` (a bundle folder or a lock), is one of the files or
+    folders packs of `path` keep there while they run (staging, retired bundle, journal,
+    temporary lock, pack lock). Only `path`'s own: `.env.new-prod` beside it is not."""
+    journal = journal_path(path)
+    return name.startswith((staging_prefix(path), retired_prefix(path), pending_prefix(path))
+                           ) or name in (journal.name, _journal_temporary(journal).name,
+                                         lock_file(path).name)
 
 
 def staging_prefix(target: Path) -> str:

@@ -1,8 +1,9 @@
 """Builders: make the app in the staging folder, before the runtime goes into it.
 
 A builder gets the spec, the recipe, the staging folder and the final output folder
-(each uses what it needs) and returns the folder the runtime goes below (the app's
-top, or sys._MEIPASS's folder of a frozen app) and the bootstrap's manifest entry.
+(each uses what it needs) and returns a BuiltApp: the folder the runtime goes below
+(the app's top, or sys._MEIPASS's folder of a frozen app), the bootstrap's manifest
+entry, and what of the app folder it left out (named in the pack summary).
 This table is the one list of builders: a spec's app.builder must name one of them.
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.manifest import BootstrapEntry
+from bundler.pack.builders.base import BuiltApp
 from bundler.pack.builders.folder import build_folder_app
 from bundler.pack.builders.pyinstaller import build_pyinstaller_app
 
@@ -20,6 +21,6 @@ if TYPE_CHECKING:
     from bundler.pack.spec import Spec
     from bundler.recipe import Recipe
 
-Builder = Callable[["Spec", "Recipe", Path, Path], tuple[Path, BootstrapEntry]]
+Builder = Callable[["Spec", "Recipe", Path, Path], BuiltApp]
 BUILDERS: dict[str, Builder] = {"folder": build_folder_app,
                                 "pyinstaller": build_pyinstaller_app}

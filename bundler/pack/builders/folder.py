@@ -8,29 +8,35 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.errors import SpecError
-from bundler.manifest import BootstrapEntry
+from bundler.errors import BundlerError, SpecError
+from bundler.manifest import BootstrapEntry, UnsupportedManifest, find_manifest
+from bundler.pack.builders.base import BuiltApp, Skipped
 from bundler.pack.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
-from bundler.support.swap_journal import is_pack_file
+from bundler.support.swap_journal import is_pack_file_of
 
 if TYPE_CHECKING:  # the spec module imports the builders table
     from bundler.pack.spec import Spec
     from bundler.recipe import Recipe
 
-# Never copied from the user's app folder into the bundle.
+# Never copied from the user's app folder into the bundle (named in the pack summary).
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
+_WHY_SKIPPED = {".git": "git's own data"}
+_BYTECODE = "Python bytecode (Python writes it again)"
+_OUTPUT = "the output folder itself"
+_DEBRIS = "left by a pack of this output or lock while it runs (staging, journal, lock)"
+_BUNDLE = "a bundle bundler made (it has the bootstrap and a bundler manifest)"
 
 
-def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
-                     ) -> tuple[Path, BootstrapEntry]:
-    """Copy the app into `staging`; return the bootstrap's folder and its manifest entry.
-    (The app is copied as it is, so the recipe is not needed.)"""
+def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path) -> BuiltApp:
+    """Copy the app into `staging`; return the bootstrap's folder, its manifest entry and
+    what was left out. (The app is copied as it is, so the recipe is not needed.)"""
     app = spec.app_path
     assert app is not None  # load_spec requires it for this builder
     if not app.is_dir():
         raise SpecError(f"{spec.path}: app.path {app} is not a folder",
                         "set app.path to the folder to ship, relative to the spec")
-    ignore = _skip_output(target)
+    left_out = _LeftOut(app, target, spec.lock_path)
+    ignore = left_out.ignore
     _refuse_links_leaving(app, ignore)
     shutil.copytree(app, staging, dirs_exist_ok=True, ignore=ignore)
     taken = _existing_ignoring_case(staging, spec.runtime_dir)
@@ -41,7 +47,8 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
     sha256 = write_bootstrap(staging / BOOTSTRAP_NAME, spec.runtime_dir)
     if spec.entry:
         inject_entry(staging / spec.entry, spec.entry.count("/"))
-    return staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256, entry=spec.entry)
+    return BuiltApp(staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256,
+                                            entry=spec.entry), left_out.skipped())
 
 
 def _existing_ignoring_case(root: Path, relpath: str) -> str:
@@ -56,26 +63,60 @@ def _existing_ignoring_case(root: Path, relpath: str) -> str:
     return found.relative_to(root).as_posix()
 
 
-def _skip_output(target: Path) -> Callable[[str, list[str]], set[str]]:
-    """Skip the bundle itself, its staging folders, and any other bundle (an app folder
-    of "." holds dist/ with every earlier output): a bundle never copies bundles."""
-    target = target.resolve()
+class _LeftOut:
+    """What the copy of the app folder leaves out, and why: bytecode and .git; the
+    bundle itself and what packs of it (and of the spec's lock) keep beside it while they
+    run, by their own names only; and any other bundle (an app folder of "." holds dist/
+    with every earlier output): a bundle never copies bundles. Nothing else."""
 
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        skipped = set(_SKIP(folder, names))
+    def __init__(self, app: Path, target: Path, lock: Path) -> None:
+        self.app, self.target, self.lock = app, target.resolve(), lock.resolve()
+        self._skipped: dict[str, str] = {}
+
+    def ignore(self, folder: str, names: list[str]) -> set[str]:
         here = Path(folder)
-        if here.resolve() == target.parent:
-            skipped |= {n for n in names if n == target.name or n.startswith(f".{target.name}.")}
-        skipped |= {n for n in names if is_output(here, n)}
-        return skipped
+        found = outputs_in(here, names, self.target, self.lock)
+        found |= {n: _WHY_SKIPPED.get(n, _BYTECODE) for n in _SKIP(folder, names)}
+        for name, why in found.items():
+            self._skipped[(here / name).relative_to(self.app).as_posix()] = why
+        return set(found)
 
-    return ignore
+    def skipped(self) -> tuple[Skipped, ...]:
+        return tuple(Skipped(path, why) for path, why in sorted(self._skipped.items()))
 
 
-def is_output(folder: Path, name: str) -> bool:
-    """Whether `name` in `folder` is a bundle (it has bundler's bootstrap) or debris of a
-    pack (staging, retired, journal): never part of the app, never copied or scanned."""
-    return (folder / name / BOOTSTRAP_NAME).is_file() or is_pack_file(name)
+def outputs_in(folder: Path, names: list[str], target: Path | None, lock: Path | None = None
+               ) -> dict[str, str]:
+    """Which of `names` in `folder` are output, not app, and why: the bundle `target`
+    itself, what packs of `target` or `lock` keep beside them while they run, or another
+    bundle (bundler's bootstrap at its top and a bundler manifest). Never copied or
+    scanned; only these names: a user's `.env.new-prod` or `plugins/x/_cudnn_bootstrap.py`
+    is app."""
+    here = folder.resolve() if target or lock else folder
+    found: dict[str, str] = {}
+    for name in names:
+        if target and here == target.parent and name == target.name:
+            found[name] = _OUTPUT
+        elif any(p and here == p.parent and is_pack_file_of(p, name) for p in (target, lock)):
+            found[name] = _DEBRIS
+        elif _is_bundle(folder / name):
+            found[name] = _BUNDLE
+    return found
+
+
+def _is_bundle(folder: Path) -> bool:
+    """A bundle a folder build made: bundler's bootstrap at its top, where its own
+    manifest says it is. (A damaged manifest beside a file named like the bootstrap may
+    be the app's own: it is copied, not dropped.)"""
+    if not (folder / BOOTSTRAP_NAME).is_file():
+        return False
+    try:
+        found = find_manifest(folder)
+    except UnsupportedManifest:
+        return True     # a newer bundler's bundle
+    except BundlerError:
+        return False
+    return found.root == folder and found.manifest.bootstrap.path == BOOTSTRAP_NAME
 
 
 def _refuse_links_leaving(app: Path, ignore: Callable[[str, list[str]], set[str]]) -> None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.manifest import BootstrapEntry
+from bundler.pack.builders.base import BuiltApp
 from bundler.pack.emit import fill_template, write_bootstrap
 from bundler.support.progress import line_progress
 from bundler.windows.facts import windows_facts
@@ -86,7 +87,7 @@ class FrozenLayout:
 
 
 def build_pyinstaller_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
-                          ) -> tuple[Path, BootstrapEntry]:
+                          ) -> BuiltApp:
     """Build the app into `staging`; return sys._MEIPASS's folder and the bootstrap entry.
     (`target`, the final output folder, is not needed: PyInstaller writes only below
     `staging` and the build folder.)"""
@@ -98,9 +99,9 @@ def build_pyinstaller_app(spec: Spec, recipe: Recipe, staging: Path, target: Pat
                            "run `bundler pack` with a 64-bit Windows Python (PyInstaller "
                            "cannot build for another platform)")
     frozen = freeze(spec, staging, frozenset(name.lower() for name in recipe.files))
-    return frozen.app_root, BootstrapEntry(
+    return BuiltApp(frozen.app_root, BootstrapEntry(
         module=BOOTSTRAP_MODULE, runtime_hook=RUNTIME_HOOK, sha256=frozen.bootstrap_sha256,
-        stored="inside the executable's PYZ archive, not a file on disk")
+        stored="inside the executable's PYZ archive, not a file on disk"))
 
 
 def freeze(spec: Spec, staging: Path, runtime_names: frozenset[str]) -> FrozenApp:
