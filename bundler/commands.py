@@ -26,14 +26,8 @@ from bundler.lockfile import Lock, read_lock
 from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
-from bundler.pack.store import (
-    DISABLED,
-    STORE_VARIABLE,
-    StoreReport,
-    examine,
-    open_store,
-    prune,
-)
+from bundler.pack.store import DISABLED, STORE_VARIABLE, open_store
+from bundler.pack.store_upkeep import MAX_VARIABLE, StoreReport, examine, prune, size_cap
 from bundler.recipe import Recipe, find_recipe, shipped_recipes
 from bundler.releases.catalogue import Release, family_counts, find_release, matching_releases
 from bundler.support.swap_journal import journaled_targets, recover_beside
@@ -144,23 +138,30 @@ def cmd_cache(args: argparse.Namespace) -> int:
         raise BundlerError(f"the runtime store is off ({STORE_VARIABLE}={DISABLED})",
                            f"unset {STORE_VARIABLE} to use the store")
     report = prune(store) if args.action == "prune" and not args.dry_run else examine(store)
+    cap = size_cap(os.environ)
     if args.json:
-        print(json.dumps(asdict(report) | {"unpinned_size": report.unpinned_size},
-                         indent=2, default=str))
+        print(json.dumps(asdict(report) | {"unpinned_size": report.unpinned_size,
+                                           "size_cap": cap}, indent=2, default=str))
     else:
-        print("\n".join(_store_lines(report, args.action == "prune")))
+        print("\n".join(_store_lines(report, args.action == "prune", cap)))
     return EXIT_OK
 
 
-def _store_lines(report: StoreReport, pruning: bool) -> list[str]:
-    lines = [f"runtime store {report.root}: {report.objects} file(s), {_size(report.size)}"]
+def _store_lines(report: StoreReport, pruning: bool, cap: int) -> list[str]:
+    capped = (f" (cap {_size(cap)}, ${MAX_VARIABLE}: packs remove the least recently used "
+              "beyond it)" if cap else f" (no cap: ${MAX_VARIABLE}=0)")
+    lines = [f"runtime store {report.root}: {report.objects} file(s), {_size(report.size)}"
+             + capped]
     for lock in report.locks:
         state = (f"pins {len(lock.pinned)} file(s)" if lock.exists
                  else "gone (its files are no longer kept for it)")
         lines.append(f"  {lock.lock} ({lock.recipe or 'recipe unknown'}): {state}")
     verb = ("removed" if report.removed else "would remove") if pruning else "pinned by no lock"
     lines.append(f"  {verb}: {len(report.unpinned)} file(s), {_size(report.unpinned_size)}")
-    if not pruning and report.unpinned:
+    if report.debris:
+        lines.append(f"  {'removed' if report.removed else 'left by killed packs'}: "
+                     f"{_size(report.debris)} in tmp/")
+    if not pruning and (report.unpinned or report.debris):
         lines.append("  (bundler cache prune removes them; --dry-run shows what it would do)")
     return lines
 

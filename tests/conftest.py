@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from bundler.support.user_dirs import user_cache_dir, user_config_dir
 from tests.packing import zip_reads  # noqa: F401 - a fixture, collected by name
 from tests.winenv.fixtures import *  # noqa: F403 - pytest collects fixtures by name
 
@@ -40,13 +41,29 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
         terminalreporter.write_line(f"random order: --randomly-seed={seed} repeats it")
 
 
+# Where bundler would keep this user's own files: a test that writes there fails.
+_USER_DIRS = [user_cache_dir(os.environ) / "store", user_config_dir(os.environ)]
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _session_runtime_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Fixtures wider than a test pack too: they get a store of the session's, never
-    the user's ~/.cache."""
+    """Fixtures wider than a test pack too: they get a store, a store key and user
+    folders of the session's, never the user's own."""
+    before = _user_files()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("BUNDLER_STORE", str(tmp_path_factory.mktemp("session-store")))
+        patch.setenv("BUNDLER_STORE_KEY", "5e" * 32)
+        for variable in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+            patch.setenv(variable, str(tmp_path_factory.mktemp(variable.lower())))
         yield
+    written = sorted(set(_user_files()) - set(before))
+    assert not written, f"tests wrote into this user's own bundler folders: {written[:5]}"
+
+
+def _user_files() -> list[tuple[str, int]]:
+    """Every file below the user's bundler folders, with its modification time."""
+    return [(str(path), path.stat().st_mtime_ns) for folder in _USER_DIRS
+            if folder.is_dir() for path in folder.rglob("*") if path.is_file()]
 
 
 @pytest.fixture(autouse=True)

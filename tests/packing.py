@@ -167,3 +167,10 @@ def times_read(reads: list[tuple[int, int]], size: int) -> list[int]:
 def central_directory_offset(path: Path) -> int:
     with zipfile.ZipFile(path) as archive:
         return archive.start_dir
+
+
+def own_environ() -> dict[str, str]:
+    """An environment for a pack that must not see the caller's CUDA variables: only
+    what keeps bundler off the user's own folders (the test's store and key)."""
+    keep = ("BUNDLER_STORE", "BUNDLER_STORE_KEY", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+    return {name: os.environ[name] for name in keep if name in os.environ}

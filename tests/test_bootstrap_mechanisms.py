@@ -33,7 +33,7 @@ import pytest
 
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
-from tests.packing import make_workspace
+from tests.packing import make_workspace, own_environ
 from tests.winenv import WindowsPython, to_windows_path
 from tests.winenv.build import Import, StandinSpec, build_dll
 
@@ -130,7 +130,7 @@ def pack_probes(root: Path, dlls: Path, components: list[str]) -> Path:
         '[app]\nname = "app"\npath = "app"\nentry = "main.py"\n\n'
         f'[runtime]\nrecipe = "probe-test.toml"\ncomponents = {json.dumps(components)}\n\n'
         f'[sources]\ndlls = "{dlls.as_posix()}"\n')
-    return pack(load_spec(root / "app.spec"), environ={}).out
+    return pack(load_spec(root / "app.spec"), environ=own_environ()).out
 
 
 def test_manifest_orders_a_requirement_first_and_not_by_name(
@@ -192,7 +192,7 @@ def test_doctor_on_a_subset_names_a_left_out_dll_a_foreign_copy_would_replace(
     workspace = make_workspace(tmp_path / "ws", standin_framework,
                                {"cudnn": standin_zip, "cuda": standin_toolkit},
                                extra_runtime='components = ["ops_infer"]\n')
-    app = pack(load_spec(workspace.spec), environ={}).out
+    app = pack(load_spec(workspace.spec), environ=own_environ()).out
     alone = win_python.run(["-m", "bundler", "doctor", app, "--json"])
     notes = [f["message"] for f in json.loads(alone.stdout)["findings"] if f["level"] == "note"]
     assert "cudnn64_8.dll can load cudnn_cnn_infer64_8.dll at run time; it is not bundled " \

@@ -16,7 +16,7 @@ import pytest
 
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
-from tests.packing import SEED, make_workspace, own_copy
+from tests.packing import SEED, make_workspace, own_copy, own_environ
 from tests.winenv import to_windows_path
 from tests.winenv.build import build_dll, build_nvcuda, nvcuda_spec
 from tests.winenv.paths import PROJECT_ROOT
@@ -46,7 +46,7 @@ def bundles(tmp_path_factory: pytest.TempPathFactory, standin_framework: Path,
                                    {"cudnn": standin_zip, "cuda": standin_toolkit},
                                    extra_runtime=extra)
         (workspace.root / "app" / "main.py").write_text(MAIN)
-        packed[name] = pack(load_spec(workspace.spec), environ={}).out
+        packed[name] = pack(load_spec(workspace.spec), environ=own_environ()).out
     return packed
 
 

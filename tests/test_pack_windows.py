@@ -20,6 +20,7 @@ from tests.packing import (
     bundler_cli,
     make_workspace,
     own_copy,
+    own_environ,
     run_cli,
     snapshot,
 )
@@ -213,15 +214,15 @@ def test_toolkit_is_found_through_cuda_path_variables(
     spec = load_spec(spec_path)
     assert "cuda" not in spec.sources
     # CUDA_PATH points at another CUDA; CUDA_PATH_V10_1 is tried first and wins.
-    result = pack(spec, environ={"CUDA_PATH_V10_1": str(standin_toolkit),
+    result = pack(spec, environ={**own_environ(), "CUDA_PATH_V10_1": str(standin_toolkit),
                                  "CUDA_PATH": str(tmp_path / "v11.8")})
     assert (result.out / "cudnn" / "cudart64_101.dll").is_file()
     with pytest.raises(SourceError) as caught:
-        pack(spec, environ={"CUDA_PATH": str(tmp_path)})
+        pack(spec, environ={**own_environ(), "CUDA_PATH": str(tmp_path)})
     assert "from CUDA_PATH" in caught.value.message
     assert "bin/cudart64_101.dll" in caught.value.message
     with pytest.raises(SourceError, match="CUDA_PATH_V10_1/CUDA_PATH are unset"):
-        pack(spec, environ={})
+        pack(spec, environ=own_environ())
 
 
 RETRY = '''\

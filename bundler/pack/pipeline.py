@@ -28,7 +28,8 @@ from bundler.pack.signatures import SignatureChecker, check_signatures
 from bundler.pack.sources import Source, close_all, given_path, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
-from bundler.pack.store import Store, open_store
+from bundler.pack.store import Store, StoreError, open_store
+from bundler.pack.store_upkeep import size_cap, trim
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
 
 
@@ -54,6 +55,8 @@ class PackResult:
     trust: Mapping[str, str] = field(default_factory=dict)
     # what of the app folder the bundle does not carry, and why
     skipped: tuple[Skipped, ...] = ()
+    # what went wrong on the side without failing the pack (the store is a cache)
+    warnings: tuple[str, ...] = ()
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
@@ -70,7 +73,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     target = (out or spec.default_out()).resolve()
     refuse_unsafe_target(target, _protected(spec))
     build = BUILDERS[spec.builder]
-    store = open_store(environ)
+    warnings: list[str] = []
+    store = _store_or_none(environ, warnings)
 
     def select_and_open(bundle: Path, skip: str) -> tuple[Selection, dict[str, Source]]:
         selection = _select(spec, recipe, bundle, skip)
@@ -103,10 +107,13 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             lock = _lock(recipe, sources, staged, identities)
             check_lock(spec.lock_path, lock, update_lock)
             if store is not None:
-                fill_store(store, sources, staged, identities, copy)
+                _fill_or_warn(store, sources, staged, identities, copy, environ, warnings)
             staging.replace_with_bundle(spec.lock_path, lock.to_bytes())
         if store is not None:
-            store.register_lock(spec.lock_path, recipe.name)
+            try:   # the bundle and lock are in place: a failing cache must not say otherwise
+                store.register_lock(spec.lock_path, recipe.name)
+            except OSError as exc:
+                warnings.append(_store_trouble(store, "keep a note of this lock", exc))
     finally:
         close_all(sources)
     ways = Counter(reuse.origin.get(item.file.source, "read") for item in staged)
@@ -115,7 +122,36 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     trust = {sid: "; ".join([recipe.sources[sid].trust, *unchecked.get(sid, [])])
              for sid in sorted(sources)}
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
-                      reasons=selection.reasons, trust=trust, skipped=built.skipped)
+                      reasons=selection.reasons, trust=trust, skipped=built.skipped,
+                      warnings=tuple(warnings))
+
+
+def _store_or_none(environ: Mapping[str, str], warnings: list[str]) -> Store | None:
+    """The store, or None: one that cannot be used is said once and packed without."""
+    try:
+        return open_store(environ)
+    except StoreError as exc:
+        warnings.append(f"{exc.message}; packing without it ({exc.hint})")
+        return None
+
+
+def _fill_or_warn(store: Store, sources: Mapping[str, Source], staged: list[StagedFile],
+                  identities: Mapping[str, str], copy: bool, environ: Mapping[str, str],
+                  warnings: list[str]) -> None:
+    """Fill the store with this pack's files, then hold it to its size cap (the least
+    recently used go first, never this pack's)."""
+    try:
+        fill_store(store, sources, staged, identities, copy)
+        trim(store, size_cap(environ), frozenset(item.sha256 for item in staged))
+    except StoreError as exc:
+        warnings.append(f"{exc.message} ({exc.hint})")
+    except OSError as exc:   # full, read-only: the bundle does not depend on it
+        warnings.append(_store_trouble(store, "keep this pack's files", exc))
+
+
+def _store_trouble(store: Store, what: str, exc: OSError) -> str:
+    return (f"the runtime store {store.root} could not {what} ({exc.strerror or exc}); "
+            "the bundle and lock are complete, the next pack reads the inputs again")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from bundler.pack.sources import Source
 from bundler.pack.stage import StagedFile
 from bundler.pack.store import SourceRecord, Store, place
 from bundler.recipe import RuntimeFile
-from bundler.support.hashing import sha256_file
+from bundler.support.hashing import sha256_crc32_file
 
 # Re-hashing runs on threads: hashlib releases the GIL, so two cores hash two files.
 _HASH_THREADS = 4
@@ -84,7 +84,8 @@ def reuse_runtime(files: list[RuntimeFile], sources: Mapping[str, Source], store
 
 def _from_store(source: Source, taken: list[RuntimeFile], store: Store | None
                 ) -> tuple[str, dict[str, tuple[Path, str]]] | None:
-    """(identity, {member: (object, sha256)}) if the store has all of `taken`."""
+    """(identity, {member: (object, sha256)}) if the store has all of `taken` and
+    nothing the input itself says contradicts its record (docs/store.md)."""
     fingerprint = source.fingerprint()
     record = store.record(fingerprint) if store and fingerprint else None
     if record is None or not source.accepts_identity(record.identity):
@@ -93,17 +94,34 @@ def _from_store(source: Source, taken: list[RuntimeFile], store: Store | None
     if not all(wanted.values()):
         return None
     assert store is not None
+    stat_key = source.stat_key()
+    if stat_key and stat_key not in record.input_stats and \
+            source.identity_by_hashing() != record.identity:
+        return None   # written since it was proven (in place, its directory kept): read it
     paths = {m: store.object_path(h) for m, h in wanted.items()}
     digests = _digests(paths)
-    damaged = [m for m in paths if digests[m] and digests[m] != wanted[m]]
+    damaged = [m for m in paths if digests[m][0] and digests[m][0] != wanted[m]]
     for member in damaged:
         store.discard(wanted[member])   # the input is read, and the store mended
-    checked = _checked(paths, wanted, digests)
+    checked = _checked(paths, wanted, {m: d[0] for m, d in digests.items()})
     if checked is None:
         return None
-    if not _confirmed(source, wanted):
+    if not _matches_input(source, digests) or not _confirmed(source, wanted):
+        store.forget(fingerprint)   # the record contradicts the input: blame the record
         return None
+    for sha256 in wanted.values():
+        store.mark_used(sha256)
     return record.identity, checked
+
+
+def _matches_input(source: Source, digests: Mapping[str, tuple[str, int, int]]) -> bool:
+    """Whether each stored file has the CRC-32 and size the input's own directory gives
+    its member: a record naming other objects than the member's is not taken."""
+    for member, (_, crc, size) in digests.items():
+        expected = source.member_crc(member)
+        if expected is not None and expected != (crc, size):
+            return False
+    return True
 
 
 def _confirmed(source: Source, wanted: Mapping[str, str]) -> bool:
@@ -128,20 +146,20 @@ def _from_previous(source: Source, taken: list[RuntimeFile], previous: Previous 
         return None
     wanted = {f.member: entries[f.name].sha256 for f in taken}
     paths = {f.member: previous.found.root / entries[f.name].path for f in taken}
-    checked = _checked(paths, wanted, _digests(paths))
+    checked = _checked(paths, wanted, {m: d[0] for m, d in _digests(paths).items()})
     if checked is None or not _confirmed(source, wanted) or \
             source.identity_by_hashing() != pinned:
         return None
     return pinned, checked
 
 
-def _digests(paths: Mapping[str, Path]) -> dict[str, str]:
-    """Each member's file's sha256 ("" where it cannot be read)."""
-    def digest(member: str) -> str:
+def _digests(paths: Mapping[str, Path]) -> dict[str, tuple[str, int, int]]:
+    """Each member's file's (sha256, CRC-32, size), in one read ("" where unreadable)."""
+    def digest(member: str) -> tuple[str, int, int]:
         try:
-            return sha256_file(paths[member], f"checking {paths[member].name}")
+            return sha256_crc32_file(paths[member], f"checking {paths[member].name}")
         except OSError:
-            return ""
+            return "", 0, 0
 
     with ThreadPoolExecutor(_HASH_THREADS) as pool:
         return dict(zip(paths, pool.map(digest, paths)))
@@ -179,4 +197,5 @@ def fill_store(store: Store, sources: Mapping[str, Source], staged: list[StagedF
         fingerprint = source.fingerprint()
         if fingerprint:
             members = {i.file.member: i.sha256 for i in staged if i.file.source == sid}
-            store.remember(fingerprint, SourceRecord(identities[sid], members))
+            stats = (source.stat_key(),) if source.stat_key() else ()
+            store.remember(fingerprint, SourceRecord(identities[sid], members, stats))

@@ -104,8 +104,13 @@ def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: Resolve
     return replace(resolved, files=files)
 
 
+def trust_key(trust: Trust) -> str:
+    """The name a verdict is kept under: the signer and every pinned root."""
+    return hashlib.sha256(json.dumps(asdict(trust), sort_keys=True).encode()).hexdigest()
+
+
 def _checked(item: StagedFile, trust: Trust, verdicts: Verdicts | None) -> SignatureCheck:
-    key = hashlib.sha256(json.dumps(asdict(trust), sort_keys=True).encode()).hexdigest()
+    key = trust_key(trust)
     known = verdicts.signature_verdict(item.sha256, key) if verdicts else None
     if known is not None and known.get("status") == OK and known.get("signed_at"):
         return SignatureCheck(**known)

@@ -1,10 +1,14 @@
 """The runtime store: one file per sha256, shared by every bundle on this machine.
 
-Layout under the store root ($BUNDLER_STORE, default ~/.cache/bundler/store):
+Layout under the store root ($BUNDLER_STORE, default the platform's cache folder's
+bundler/store: ~/.cache/bundler/store on Linux):
 
     objects/ab/<sha256>      a runtime file, read-only; bundles hard-link to it
     sources/<fingerprint>    JSON: which input a fingerprint proved, and the sha256 of
-                             each member a pack took from it (docs/store.md)
+                             each member a pack took from it (docs/store.md), sealed
+                             with the store's key (store_seal.py)
+    signatures/<sha256>      JSON: signature checks that passed for an object, sealed
+    used/<sha256>            empty; its modification time is the object's last use
     locks/<sha256 of path>   JSON: a lock file on this machine that pins objects
     tmp/                     files being added; renamed into place when complete
 
@@ -17,6 +21,7 @@ shipped.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
@@ -27,14 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import BundlerError
-from bundler.pack.lock import read_lock
+from bundler.pack.store_seal import StoreKeyError, seal, store_key, unseal
 from bundler.support.hashing import sha256_file
 from bundler.support.json_files import json_bytes, read_json
+from bundler.support.user_dirs import user_cache_dir
 
 STORE_VARIABLE = "BUNDLER_STORE"
-DEFAULT_STORE = "~/.cache/bundler/store"
 DISABLED = "off"
 _MAX_RECORD_BYTES = 4 << 20
+_STATS_KEPT = 8   # copies of one input (apps with their own copy) proven without re-hashing
 
 
 class StoreError(BundlerError):
@@ -49,19 +55,25 @@ class SourceRecord:
 
     identity: str
     members: dict[str, str]
+    # The input files' size, times and file id when their identity was last proven by
+    # hashing them, newest first (none for a folder: its fingerprint covers every write).
+    input_stats: tuple[str, ...] = ()
 
 
 def store_root(environ: Mapping[str, str]) -> Path | None:
     """The store's folder, or None when $BUNDLER_STORE is "off"."""
-    value = environ.get(STORE_VARIABLE) or DEFAULT_STORE
-    return None if value == DISABLED else Path(os.path.expanduser(value))
+    value = environ.get(STORE_VARIABLE, "")
+    if value == DISABLED:
+        return None
+    return Path(os.path.expanduser(value)) if value else user_cache_dir(environ) / "store"
 
 
 class Store:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, key: bytes) -> None:
         self.root = root
         self.objects = root / "objects"
         self._tmp = root / "tmp"
+        self._key = key
 
     # ------------------------------------------------------------------- objects
 
@@ -80,15 +92,29 @@ class Store:
         self.discard(sha256)
         return None
 
+    def mark_used(self, sha256: str) -> None:
+        """Note that a pack used the object now (what the size cap keeps longest). A
+        marker beside it, not the object's own times: bundles share its inode."""
+        marker = self.root / "used" / sha256
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+    def last_used(self, sha256: str) -> float:
+        for path in (self.root / "used" / sha256, self.object_path(sha256)):
+            with contextlib.suppress(OSError):
+                return path.stat().st_mtime
+        return 0.0
+
     def discard(self, sha256: str) -> None:
         """Remove a damaged object: the next pack that needs it reads its input again."""
-        _remove(self.object_path(sha256))
+        remove_read_only(self.object_path(sha256))
 
     def add(self, path: Path, sha256: str, copy: bool = False) -> None:
         """Make `path` (hashed by the caller to `sha256`) the store's object for it:
         hard-linked (the file and the object become one, read-only) unless `copy` or
         the store is on another volume. Nothing is added if the object exists."""
         target = self.object_path(sha256)
+        self.mark_used(sha256)
         if target.exists():
             return
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -106,26 +132,33 @@ class Store:
     # ------------------------------------------------------------------- records
 
     def record(self, fingerprint: str) -> SourceRecord | None:
-        path = self.root / "sources" / fingerprint
-        if not path.is_file():
+        """What an earlier pack of this machine's user proved, if its seal holds."""
+        body = self._unsealed("source", fingerprint, self.root / "sources" / fingerprint)
+        if not isinstance(body, dict):
             return None
-        try:
-            data = read_json(path, _MAX_RECORD_BYTES, StoreError, "")
-            members = data["members"]
-            if isinstance(data["identity"], str) and all(
+        identity, members = body.get("identity"), body.get("members")
+        stats = body.get("input_stats", [])
+        if isinstance(identity, str) and isinstance(members, dict) and \
+                isinstance(stats, list) and all(isinstance(s, str) for s in stats) and all(
                     isinstance(k, str) and isinstance(v, str) for k, v in members.items()):
-                return SourceRecord(data["identity"], dict(members))
-        except (StoreError, KeyError, TypeError, AttributeError):
-            pass
+            return SourceRecord(identity, dict(members), tuple(stats))
         return None   # a damaged record only costs a cold read
 
     def remember(self, fingerprint: str, record: SourceRecord) -> None:
         """Record (or extend) what a fingerprint proves."""
         known = self.record(fingerprint)
-        members = dict(known.members) if known and known.identity == record.identity else {}
+        same = known is not None and known.identity == record.identity
+        members = dict(known.members) if known and same else {}
         members.update(record.members)
+        stats = [*record.input_stats, *(known.input_stats if known and same else ())]
+        body = {"identity": record.identity, "members": members,
+                "input_stats": list(dict.fromkeys(stats))[:_STATS_KEPT]}
         self._write(self.root / "sources" / fingerprint,
-                    {"identity": record.identity, "members": members})
+                    seal(self._key, "source", fingerprint, body))
+
+    def forget(self, fingerprint: str) -> None:
+        """Drop a record the input contradicts."""
+        (self.root / "sources" / fingerprint).unlink(missing_ok=True)
 
     def signature_verdict(self, sha256: str, trust_key: str) -> dict[str, str] | None:
         """A signature check of the object `sha256` against a trust (`trust_key`) that
@@ -133,9 +166,10 @@ class Store:
         (a timestamped signature does not expire), so it need not run again."""
         path = self.root / "signatures" / sha256
         try:
-            verdict = read_json(path, _MAX_RECORD_BYTES, StoreError, "").get(trust_key)
+            entry = read_json(path, _MAX_RECORD_BYTES, StoreError, "").get(trust_key)
         except (StoreError, AttributeError):
             return None
+        verdict = unseal(self._key, "signature", f"{sha256}\0{trust_key}", entry)
         if isinstance(verdict, dict) and all(isinstance(v, str) for v in verdict.values()):
             return verdict
         return None
@@ -147,8 +181,17 @@ class Store:
             known = read_json(path, _MAX_RECORD_BYTES, StoreError, "")
         except StoreError:
             known = {}
-        self._write(path, {**(known if isinstance(known, dict) else {}),
-                           trust_key: verdict})
+        sealed = seal(self._key, "signature", f"{sha256}\0{trust_key}", verdict)
+        self._write(path, {**(known if isinstance(known, dict) else {}), trust_key: sealed})
+
+    def _unsealed(self, kind: str, name: str, path: Path) -> object | None:
+        if not path.is_file():
+            return None
+        try:
+            return unseal(self._key, kind, name,
+                          read_json(path, _MAX_RECORD_BYTES, StoreError, ""))
+        except StoreError:
+            return None
 
     def register_lock(self, lock_path: Path, recipe: str) -> None:
         """Remember a lock on this machine: `bundler cache prune` keeps what it pins."""
@@ -178,13 +221,33 @@ class Store:
 
 
 def open_store(environ: Mapping[str, str]) -> Store | None:
+    """The store, or None when it is off. StoreError when it cannot be used: the pack
+    goes on without it (the store is a cache), saying why."""
     root = store_root(environ)
     if root is None:
         return None
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root}: the runtime store is not a folder",
                          f"set {STORE_VARIABLE} to a folder, or to '{DISABLED}'")
-    return Store(root)
+    _refuse_shared(root)
+    try:
+        return Store(root, store_key(environ))
+    except StoreKeyError as exc:
+        raise StoreError(exc.message, exc.hint) from None
+
+
+def _refuse_shared(root: Path) -> None:
+    """A store another user can write could hand this user's packs their files (the
+    objects prove themselves, but a writer can delete and refill at will): not used."""
+    if os.name == "nt" or not root.exists():
+        return
+    facts = root.stat()
+    shared = facts.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if shared or facts.st_uid != os.getuid():
+        who = "another user's" if facts.st_uid != os.getuid() else "writable by other users"
+        raise StoreError(f"{root}: the runtime store is {who}: not used",
+                         f"chmod go-w {root}, or set {STORE_VARIABLE} to a folder of your "
+                         "own")
 
 
 def place(origin: Path, target: Path, copy: bool) -> bool:
@@ -192,7 +255,12 @@ def place(origin: Path, target: Path, copy: bool) -> bool:
     different volumes, or the file system has no links). True if linked."""
     if not copy and _try_link(origin, target):
         return True
-    shutil.copyfile(origin, target)
+    try:
+        shutil.copyfile(origin, target)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):   # the bundle's disk, not the store's
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
+        raise
     return False
 
 
@@ -210,7 +278,7 @@ def _make_read_only(path: Path) -> None:
     path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
-def _remove(path: Path) -> None:
+def remove_read_only(path: Path) -> None:
     try:
         path.chmod(stat.S_IWUSR | stat.S_IRUSR)
         path.unlink()
@@ -220,64 +288,3 @@ def _remove(path: Path) -> None:
 
 def _path_key(path: Path) -> str:
     return hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-@dataclass(frozen=True)
-class PinningLock:
-    lock: Path
-    recipe: str
-    pinned: frozenset[str]   # sha256 of the files it pins; empty if it is gone
-    exists: bool
-
-
-@dataclass(frozen=True)
-class StoreReport:
-    """What `bundler cache` shows, and what `bundler cache prune` removes."""
-
-    root: str
-    objects: int
-    size: int                 # bytes, each object once
-    locks: tuple[PinningLock, ...]
-    unpinned: tuple[tuple[str, int], ...]   # (sha256, size) pinned by no lock here
-    removed: bool = False
-
-    @property
-    def unpinned_size(self) -> int:
-        return sum(size for _, size in self.unpinned)
-
-
-def examine(store: Store) -> StoreReport:
-    locks = tuple(_pinning(lock, recipe) for _, lock, recipe in store.registered_locks())
-    pinned = frozenset().union(*(lock.pinned for lock in locks))
-    sizes = {path.name: path.stat().st_size for path in store.all_objects()}
-    return StoreReport(root=str(store.root), objects=len(sizes), size=sum(sizes.values()),
-                       locks=locks, unpinned=tuple((sha, size) for sha, size in
-                                                   sorted(sizes.items()) if sha not in pinned))
-
-
-def prune(store: Store) -> StoreReport:
-    """Remove every object no registered lock on this machine pins, the registrations of
-    locks that are gone, and the records of inputs whose files went with them."""
-    report = examine(store)
-    for sha256, _ in report.unpinned:
-        _remove(store.object_path(sha256))
-    for entry, lock, _ in store.registered_locks():
-        if not lock.is_file():
-            entry.unlink(missing_ok=True)
-    for record_path in sorted((store.root / "sources").glob("*")):
-        record = store.record(record_path.name)
-        if record is None or not all(store.object_path(h).exists()
-                                     for h in record.members.values()):
-            record_path.unlink(missing_ok=True)
-    return StoreReport(report.root, report.objects, report.size, report.locks,
-                       report.unpinned, removed=True)
-
-
-def _pinning(lock: Path, recipe: str) -> PinningLock:
-    try:
-        read = read_lock(lock) if lock.is_file() else None
-    except BundlerError:
-        read = None   # a damaged lock pins nothing it can name; the objects stay until
-        # prune, which then removes them: the next pack reads the inputs again
-    return PinningLock(lock=lock, recipe=recipe, exists=lock.is_file(),
-                       pinned=frozenset(read.files.values()) if read else frozenset())

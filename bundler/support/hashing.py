@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import threading
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
@@ -25,6 +26,20 @@ def sha256_file(path: Path, description: str = "") -> str:
             digest.update(chunk)
             bar.update(len(chunk))
     return digest.hexdigest()
+
+
+def sha256_crc32_file(path: Path, description: str = "") -> tuple[str, int, int]:
+    """(sha256, CRC-32, size) of a file in one read: a stored file checked against both
+    its name and what a zip's central directory says of the member it came from."""
+    digest, crc, size = hashlib.sha256(), 0, 0
+    with open(path, "rb") as handle, byte_progress(
+            path.stat().st_size, description or f"hashing {path.name}") as bar:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+            crc = zlib.crc32(chunk, crc)
+            size += len(chunk)
+            bar.update(len(chunk))
+    return digest.hexdigest(), crc, size
 
 
 def write_hashed(chunks: Iterable[bytes], out: BinaryIO,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
@@ -53,6 +54,16 @@ class ArchiveSource(Source):
 
     def fingerprint(self) -> str:
         return self._archive.directory_digest()
+
+    def member_crc(self, member: str) -> tuple[int, int] | None:
+        found = self._archive.members.get(self._prefix + member)
+        return (found.crc, found.size) if found else None
+
+    def stat_key(self) -> str:
+        # ctime: any write sets it, and no user call can set it back (mtime can be).
+        facts = os.stat(self.location)
+        return (f"{facts.st_size}:{facts.st_mtime_ns}:{facts.st_ctime_ns}:{facts.st_ino}:"
+                f"{facts.st_dev}")
 
     def identity_by_hashing(self) -> str:
         return sha256_file(self.location, f"hashing {self.location.name}")

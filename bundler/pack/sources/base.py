@@ -59,6 +59,17 @@ class Source:
         what it learned by it), or "" where there is none. Never reads member data."""
         return ""
 
+    def member_crc(self, member: str) -> tuple[int, int] | None:
+        """(CRC-32, size) the input itself records for a member, without reading it (a
+        zip's central directory), or None: evidence a store record cannot change."""
+        return None
+
+    def stat_key(self) -> str:
+        """The input file's size, times and file id: a later pack whose input differs in
+        any of them proves the input's identity again ("" where the fingerprint already
+        covers every write, as a folder's does)."""
+        return ""
+
     def accepts_identity(self, identity: str) -> bool:
         """Whether an input of this identity may be used (a recipe's pin)."""
         return not self.spec.sha256 or identity == self.spec.sha256

@@ -1,7 +1,7 @@
 """Fetch: get a recipe's pinned wheels from the package index with pip, into a cache.
 
 A wheel source left out of [sources] is looked up in a cache outside the project
-(`$BUNDLER_CACHE`, default ~/.cache/bundler/wheels), in a folder named by the recipe's
+(`$BUNDLER_CACHE`, default the platform's cache folder's bundler/wheels), in a folder named by the recipe's
 sha256 pin; if absent, pip downloads it. The download is checked against the pin
 before it enters the cache (a mismatch is refused and left out), so the cache only
 holds files some recipe names. pip is used rather than an HTTP client of our own so
@@ -22,16 +22,18 @@ from bundler.errors import SourceError
 from bundler.recipe import SourceSpec
 from bundler.support.hashing import sha256_file
 from bundler.support.progress import interactive
+from bundler.support.user_dirs import user_cache_dir
 
 CACHE_VARIABLE = "BUNDLER_CACHE"
-DEFAULT_CACHE = "~/.cache/bundler/wheels"
 # NVIDIA's runtime wheels are tagged py3-none-<platform>: any Python version selects the
 # same file. A fixed one keeps pip's choice independent of the Python running bundler.
 PYTHON_VERSION = "3.11"
 
 
 def cache_root(environ: Mapping[str, str]) -> Path:
-    return Path(os.path.expanduser(environ.get(CACHE_VARIABLE) or DEFAULT_CACHE))
+    """$BUNDLER_CACHE, else the platform's cache folder's bundler/wheels."""
+    given = environ.get(CACHE_VARIABLE)
+    return Path(os.path.expanduser(given)) if given else user_cache_dir(environ) / "wheels"
 
 
 def can_fetch(spec: SourceSpec) -> bool:

@@ -38,12 +38,13 @@ class FolderSource(Source):
         return (self.location / member).stat().st_size
 
     def fingerprint(self) -> str:
-        """The folder and each taken file's size, modification time and file id: any
-        write to a file changes them (docs/store.md)."""
+        """The folder and each taken file's size, times and file id: any write to a file
+        changes its ctime, which (unlike mtime) no user call can set back (docs/store.md)."""
         lines = [f"folder\0{self.location.resolve()}"]
         for member in sorted(self.takes):
             facts = (self.location / member).stat()
-            lines.append(f"{member}\0{facts.st_size}\0{facts.st_mtime_ns}\0{facts.st_ino}")
+            lines.append(f"{member}\0{facts.st_size}\0{facts.st_mtime_ns}\0"
+                         f"{facts.st_ctime_ns}\0{facts.st_ino}\0{facts.st_dev}")
         return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
 
     def identity_by_hashing(self) -> str:

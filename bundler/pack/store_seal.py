@@ -1,0 +1,108 @@
+"""The store's seal: what a store writer who is not this user cannot forge.
+
+The store is a cache other hands can reach: a CI cache restored from another branch, a
+folder on a shared disk. Its objects prove themselves (each is named by its sha256 and
+re-hashed whenever it is taken), but its records — which input holds which object, and
+which object passed which signature check — are claims. Each record is therefore sealed
+with an HMAC-SHA256 under a key that lives outside the store: `$BUNDLER_STORE_KEY` (64
+hex digits: a CI secret that untrusted branches do not get), else a key file this user's
+first pack creates in the platform's configuration folder (mode 0600). A record whose
+seal does not verify is treated as absent: the input is read again, and the record
+rewritten. docs/store.md lists what this does and does not protect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+from bundler.errors import BundlerError
+from bundler.support.user_dirs import user_config_dir
+
+KEY_VARIABLE = "BUNDLER_STORE_KEY"
+KEY_FILE = "store-key"
+_KEY_BYTES = 32
+
+
+class StoreKeyError(BundlerError):
+    """The store's key cannot be had: the store is then not used."""
+
+
+def store_key(environ: Mapping[str, str]) -> bytes:
+    """The key the store's records are sealed with (see the module's text)."""
+    given = environ.get(KEY_VARIABLE, "")
+    if given:
+        try:
+            key = bytes.fromhex(given)
+        except ValueError:
+            key = b""
+        if len(key) < _KEY_BYTES:
+            raise StoreKeyError(f"${KEY_VARIABLE} is not {2 * _KEY_BYTES} or more hex digits",
+                                f"generate one: python3 -c \"import secrets; "
+                                f"print(secrets.token_hex({_KEY_BYTES}))\"")
+        return key
+    return _key_file(user_config_dir(environ) / KEY_FILE)
+
+
+def _key_file(path: Path) -> bytes:
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(secrets.token_hex(_KEY_BYTES) + "\n")
+    except FileExistsError:
+        pass   # another pack created it first: read that one
+    except OSError as exc:
+        raise StoreKeyError(f"{path}: cannot create the runtime store's key ({exc.strerror})",
+                            f"make the folder writable, or set ${KEY_VARIABLE}") from None
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        text = path.read_text(encoding="ascii", errors="replace").strip()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise StoreKeyError(f"{path}: cannot read the runtime store's key ({exc.strerror})",
+                            f"fix its permissions, or set ${KEY_VARIABLE}") from None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < _KEY_BYTES:
+        raise StoreKeyError(f"{path}: not a runtime store key",
+                            "delete it (a new one is made; the store's records are then "
+                            "read again from the inputs)")
+    return key
+
+
+def seal(key: bytes, kind: str, name: str, body: object) -> dict[str, object]:
+    """The record as written: its body and the seal over (kind, name, body), so a record
+    cannot be moved to another name (another input's fingerprint, another sha256)."""
+    return {"body": body, "seal": _mac(key, kind, name, body)}
+
+
+def unseal(key: bytes, kind: str, name: str, record: object) -> object | None:
+    """The body of a record whose seal verifies; None for anything else."""
+    if not isinstance(record, dict) or set(record) != {"body", "seal"}:
+        return None
+    given = record["seal"]
+    if not isinstance(given, str):
+        return None
+    return record["body"] if hmac.compare_digest(given, _mac(key, kind, name,
+                                                             record["body"])) else None
+
+
+def _mac(key: bytes, kind: str, name: str, body: object) -> str:
+    canonical = json.dumps([kind, name, body], sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, canonical.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()

@@ -1,0 +1,44 @@
+"""Where bundler keeps per-user files, by each platform's convention (the folders
+platformdirs names): the cache (the runtime store, the wheel cache) and the
+configuration (the store's key, which must not live in the cache it vouches for).
+
+- Windows: %LOCALAPPDATA%\\bundler\\Cache and %APPDATA%\\bundler;
+- macOS: ~/Library/Caches/bundler and ~/Library/Application Support/bundler;
+- elsewhere: $XDG_CACHE_HOME/bundler (~/.cache/bundler) and $XDG_CONFIG_HOME/bundler
+  (~/.config/bundler).
+
+`environ` is the environment a command runs with (tests pass their own); `~` is the
+process's home.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+APP = "bundler"
+
+
+def user_cache_dir(environ: Mapping[str, str], platform: str = sys.platform) -> Path:
+    if platform == "win32":
+        return _from(environ, "LOCALAPPDATA", "~/AppData/Local") / APP / "Cache"
+    if platform == "darwin":
+        return Path(os.path.expanduser("~/Library/Caches")) / APP
+    return _from(environ, "XDG_CACHE_HOME", "~/.cache") / APP
+
+
+def user_config_dir(environ: Mapping[str, str], platform: str = sys.platform) -> Path:
+    if platform == "win32":
+        return _from(environ, "APPDATA", "~/AppData/Roaming") / APP
+    if platform == "darwin":
+        return Path(os.path.expanduser("~/Library/Application Support")) / APP
+    return _from(environ, "XDG_CONFIG_HOME", "~/.config") / APP
+
+
+def _from(environ: Mapping[str, str], variable: str, default: str) -> Path:
+    """The variable's folder if it is set to an absolute path (the XDG rule: a relative
+    value is ignored), else the default below the home folder."""
+    value = environ.get(variable, "")
+    return Path(value) if value and os.path.isabs(value) else Path(os.path.expanduser(default))
