@@ -129,3 +129,43 @@ def test_earlier_bundles_left_out_of_an_app_folder_of_dot_are_named(
     assert skipped[".app.spec.lock.pack-lock"].startswith("left by a pack")
     assert skipped["dist/.two.pack-lock"].startswith("left by a pack")
     assert not any((workspace.root / "dist" / "two" / "dist").iterdir())
+
+
+# 249 characters of folders, then a file: 269 in all, past Windows' 260 (MAX_PATH)
+LONG = "/".join(["a-folder-name-of-49-characters-for-a-long-path-ok"] * 5) + "/a-20-character-name"
+
+
+@pytest.mark.parametrize("names, runtime_dir, named, rule", [
+    (["CON.txt"], "", "CON.txt", "'CON' is a device name Windows reserves"),
+    (["lib/aux.py"], "", "lib/aux.py", "'aux' is a device name Windows reserves"),
+    (["trail."], "", "trail.", "ends in a dot or a space"),
+    (["conf/trail "], "", "conf/trail ", "ends in a dot or a space"),
+    (["what?.txt"], "", "what?.txt", "which Windows does not allow"),
+    (["invoice\u202eexe.pdf"], "", "invoice\u202eexe.pdf", "bidirectional control U+202E"),
+    ([LONG], "", LONG, "it is 269 characters long"),
+    (["lib/a.dll", "lib/A.dll"], "", "lib/", "differs from it only in case"),
+    (["MAIN.py"], "", "MAIN.py", "differs from it only in case"),
+    (["_CUDNN_BOOTSTRAP.PY"], "", "_CUDNN_BOOTSTRAP.PY", "bundler writes the bootstrap"),
+    (["_cudnn_bootstrap.py"], "", "_cudnn_bootstrap.py", "bundler writes the bootstrap"),
+    (["Cudnn"], "", "Cudnn", "the runtime folder 'cudnn'"),
+    (["LIB/x.txt"], 'dir = "lib/cudnn"', "LIB", "the runtime folder 'lib'"),
+], ids=["reserved", "reserved-in-subfolder", "trailing-dot", "trailing-space",
+        "forbidden-character", "bidi-control", "path-too-long", "case-twins",
+        "twin-of-the-entry", "twin-of-the-bootstrap", "the-bootstrap-itself",
+        "twin-of-the-runtime-folder", "twin-of-a-runtime-parent"])
+def test_names_windows_cannot_hold_are_refused_naming_the_file(
+        workspace: Workspace, capsys: pytest.CaptureFixture[str], names: list[str],
+        runtime_dir: str, named: str, rule: str) -> None:
+    app = workspace.root / "app"
+    for relpath in names:
+        (app / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (app / relpath).write_text("the app's own\n")
+    if runtime_dir:
+        spec = workspace.spec
+        spec.write_text(spec.read_text().replace("[runtime]\n", f"[runtime]\n{runtime_dir}\n"))
+    code, _, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 2, err
+    assert f"{app / named}" in err and rule in err and "hint: " in err, err
+    assert "Traceback" not in err
+    assert not (workspace.root / "dist").exists() or not any(
+        (workspace.root / "dist").iterdir())

@@ -62,6 +62,8 @@ def test_entry_with_backslashes_is_normalised(tmp_path: Path) -> None:
     (("entry = \"main.py\"", "entry = \"..\\\\main.py\""), "escapes its folder"),
     (("[runtime]", "[runtime]\ndir = \"aux\""), "Windows cannot name"),
     (("entry = \"main.py\"", "entry = \"con/main.py\""), "Windows cannot name"),
+    (("entry = \"main.py\"", "entry = \"main\u202eyp.py\""), "bidirectional control"),
+    (("[runtime]", "[runtime]\ndir = \"cu?dnn\""), "does not allow in a name"),
     (("path = \"app\"", "path = \"app\"\nbuilder = \"docker\""), "unknown"),
     (("cudnn = \"downloads/cudnn.zip\"", "cudnn = 3"), "must be a string"),
     (("[app]", "[app\n"), "not valid TOML"),

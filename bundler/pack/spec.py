@@ -10,7 +10,12 @@ from bundler.errors import SpecError
 from bundler.manifest import MAX_RUNTIME_DIR_DEPTH
 from bundler.pack.builders import BUILDERS
 from bundler.pack.emit import BOOTSTRAP_NAME
-from bundler.support.paths import escapes, windows_can_name
+from bundler.support.paths import (
+    WINDOWS_NAME_HINT,
+    escapes,
+    windows_can_name,
+    windows_name_problem,
+)
 from bundler.support.toml_tables import Table, load_toml, shown
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -128,8 +133,8 @@ def _relative_inside(table: Table, key: str, value: str) -> PurePosixPath:
     unnamable = [part for part in posix.parts if not windows_can_name(part)]
     if unnamable:
         raise SpecError(f"{table.path}: {table.where}.{key} = {value!r}: Windows cannot name "
-                        f"a file or folder {unnamable[0]!r}",
-                        "avoid CON, PRN, AUX, NUL, COM1-9, LPT1-9 and names ending in '.'")
+                        f"a file or folder {unnamable[0]!r} "
+                        f"({windows_name_problem(unnamable[0])})", WINDOWS_NAME_HINT)
     return posix
 
 

@@ -23,6 +23,7 @@ import inflate64
 
 from bundler.errors import SourceError
 from bundler.support.hashing import CHUNK
+from bundler.support.paths import windows_fold
 
 # cuDNN's and CUDA's zips and wheels hold tens to hundreds of members; these bound the
 # memory zipfile spends on a directory (about 0.5 KB per member).
@@ -135,7 +136,7 @@ class ZipArchive:
             if info.is_dir():
                 continue
             name = info.filename
-            twin = folded.setdefault(name.replace("\\", "/").casefold(), name)
+            twin = folded.setdefault(windows_fold(name.replace("\\", "/")), name)
             if name in members or twin != name:
                 what = (f"holds {name!r} twice" if twin == name else
                         f"members {twin!r} and {name!r} differ only in case")

@@ -12,6 +12,13 @@ from bundler.errors import BundlerError, SpecError
 from bundler.manifest import BootstrapEntry, UnsupportedManifest, find_manifest
 from bundler.pack.builders.base import BuiltApp, Skipped
 from bundler.pack.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
+from bundler.support.paths import (
+    MAX_PATH,
+    WINDOWS_NAME_HINT,
+    case_twin,
+    windows_name_problem,
+    windows_path_length,
+)
 from bundler.support.swap_journal import is_pack_file_of
 
 if TYPE_CHECKING:  # the spec module imports the builders table
@@ -25,6 +32,7 @@ _BYTECODE = "Python bytecode (Python writes it again)"
 _OUTPUT = "the output folder itself"
 _DEBRIS = "left by a pack of this output or lock while it runs (staging, journal, lock)"
 _BUNDLE = "a bundle bundler made (it has the bootstrap and a bundler manifest)"
+_RUNTIME = "the runtime folder"
 
 
 def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path) -> BuiltApp:
@@ -38,6 +46,7 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path) ->
     left_out = _LeftOut(app, target, spec.lock_path)
     ignore = left_out.ignore
     _refuse_links_leaving(app, ignore)
+    _refuse_names_windows_cannot_hold(app, ignore, spec.runtime_dir)
     shutil.copytree(app, staging, dirs_exist_ok=True, ignore=ignore)
     taken = _existing_ignoring_case(staging, spec.runtime_dir)
     if taken:
@@ -142,6 +151,59 @@ def _refuse_links_leaving(app: Path, ignore: Callable[[str, list[str]], set[str]
             if path.is_dir() and (pointed == here or pointed in here.parents):
                 raise _link_error(path, "is a symbolic link to a folder that holds it (a "
                                   "loop)")
+
+
+def _refuse_names_windows_cannot_hold(app: Path, ignore: Callable[[str, list[str]], set[str]],
+                                      runtime_dir: str) -> None:
+    """Every name the app folder puts in the bundle must be one Windows can hold, by the
+    rules the spec's paths and the archives' members follow (support/paths.py): anywhere
+    in the tree (through links, as the copy goes), and against what bundler adds (the
+    bootstrap, the runtime folder), whatever the file system here tells apart."""
+    ours = _added_names(runtime_dir)
+    for folder, dirs, files in os.walk(app, followlinks=True):  # links were checked
+        skipped = ignore(folder, dirs + files)
+        dirs[:] = [d for d in dirs if d not in skipped]
+        names = [n for n in [*dirs, *files] if n not in skipped]
+        where = Path(folder).relative_to(app).as_posix()
+        for name in names:
+            relpath = name if where == "." else f"{where}/{name}"
+            problem = windows_name_problem(name)
+            if problem:
+                raise SpecError(f"{app / relpath}: Windows cannot hold this name in the "
+                                f"bundle: {problem}", WINDOWS_NAME_HINT)
+            length = windows_path_length(relpath)
+            if length >= MAX_PATH:
+                raise SpecError(f"{app / relpath}: Windows cannot open this path in the "
+                                f"bundle: it is {length} characters long, and Windows paths "
+                                f"are shorter than {MAX_PATH} (MAX_PATH), the bundle's own "
+                                "folder included", "shorten its folder or file names")
+        added = ours.get(where, {})
+        twin = case_twin([*added, *names])
+        if twin is None and where == "." and BOOTSTRAP_NAME in names:
+            twin = (BOOTSTRAP_NAME, BOOTSTRAP_NAME)   # the app's own would be overwritten
+        if twin is not None:
+            raise _twin_error(app / where / twin[1], *twin, added)
+
+
+def _twin_error(path: Path, first: str, second: str, added: dict[str, str]) -> SpecError:
+    if first not in added:
+        return SpecError(f"{path}: Windows cannot hold this name in the bundle: '{first}' "
+                         "beside it differs from it only in case, and Windows takes them "
+                         "for one file", "rename one of them")
+    case = ", and Windows does not tell names apart by case" if first != second else ""
+    return SpecError(f"{path}: Windows cannot hold this name in the bundle: bundler writes "
+                     f"{added[first]} '{first}' there{case}",
+                     "rename it" + (" (or set [runtime] dir = \"another-name\")"
+                                    if added[first] == _RUNTIME else ""))
+
+
+def _added_names(runtime_dir: str) -> dict[str, dict[str, str]]:
+    """What bundler adds to the app's tree: {folder: {name: what it is}}."""
+    added: dict[str, dict[str, str]] = {".": {BOOTSTRAP_NAME: "the bootstrap"}}
+    parts = runtime_dir.split("/")
+    for depth, part in enumerate(parts):
+        added.setdefault("/".join(parts[:depth]) or ".", {})[part] = _RUNTIME
+    return added
 
 
 def _link_error(path: Path, what: str) -> SpecError:
