@@ -30,7 +30,7 @@ from bundler.pack.sources import Source
 from bundler.pack.stage import StagedFile
 from bundler.pack.store import SourceRecord, Store, place
 from bundler.recipe import RuntimeFile
-from bundler.support.hashing import sha256_crc32_file
+from bundler.support.hashing import sha256_crc32_file, sha256_file
 
 # Re-hashing runs on threads: hashlib releases the GIL, so two cores hash two files.
 _HASH_THREADS = 4
@@ -99,7 +99,7 @@ def _from_store(source: Source, taken: list[RuntimeFile], store: Store | None
             source.identity_by_hashing() != record.identity:
         return None   # written since it was proven (in place, its directory kept): read it
     paths = {m: store.object_path(h) for m, h in wanted.items()}
-    digests = _digests(paths)
+    digests = _digests(paths, {m for m in paths if source.member_crc(m) is not None})
     damaged = [m for m in paths if digests[m][0] and digests[m][0] != wanted[m]]
     for member in damaged:
         store.discard(wanted[member])   # the input is read, and the store mended
@@ -118,7 +118,7 @@ def _matches_input(source: Source, digests: Mapping[str, tuple[str, int, int]]) 
     """Whether each stored file has the CRC-32 and size the input's own directory gives
     its member: a record naming other objects than the member's is not taken."""
     for member, (_, crc, size) in digests.items():
-        expected = source.member_crc(member)
+        expected = source.member_crc(member)   # None for a wheel: RECORD checks it
         if expected is not None and expected != (crc, size):
             return False
     return True
@@ -146,18 +146,23 @@ def _from_previous(source: Source, taken: list[RuntimeFile], previous: Previous 
         return None
     wanted = {f.member: entries[f.name].sha256 for f in taken}
     paths = {f.member: previous.found.root / entries[f.name].path for f in taken}
-    checked = _checked(paths, wanted, {m: d[0] for m, d in _digests(paths).items()})
+    checked = _checked(paths, wanted, {m: d[0] for m, d in _digests(paths, set()).items()})
     if checked is None or not _confirmed(source, wanted) or \
             source.identity_by_hashing() != pinned:
         return None
     return pinned, checked
 
 
-def _digests(paths: Mapping[str, Path]) -> dict[str, tuple[str, int, int]]:
-    """Each member's file's (sha256, CRC-32, size), in one read ("" where unreadable)."""
+def _digests(paths: Mapping[str, Path], with_crc: set[str]
+             ) -> dict[str, tuple[str, int, int]]:
+    """Each member's file's (sha256, CRC-32, size), in one read ("" where unreadable);
+    the CRC-32 (which costs) only for `with_crc`, else 0."""
     def digest(member: str) -> tuple[str, int, int]:
+        label = f"checking {paths[member].name}"
         try:
-            return sha256_crc32_file(paths[member], f"checking {paths[member].name}")
+            if member in with_crc:
+                return sha256_crc32_file(paths[member], label)
+            return sha256_file(paths[member], label), 0, paths[member].stat().st_size
         except OSError:
             return "", 0, 0
 

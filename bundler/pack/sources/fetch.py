@@ -1,9 +1,9 @@
 """Fetch: get a recipe's pinned wheels from the package index with pip, into a cache.
 
 A wheel source left out of [sources] is looked up in a cache outside the project
-(`$BUNDLER_CACHE`, default the platform's cache folder's bundler/wheels), in a folder named by the recipe's
-sha256 pin; if absent, pip downloads it. The download is checked against the pin
-before it enters the cache (a mismatch is refused and left out), so the cache only
+(`$BUNDLER_CACHE`, default bundler/wheels in the platform's cache folder), in a folder
+named by the recipe's sha256 pin; if absent, pip downloads it. The download is checked
+against the pin before it enters the cache (a mismatch is refused and left out), so the cache only
 holds files some recipe names. pip is used rather than an HTTP client of our own so
 the user's index settings (pip.conf, PIP_INDEX_URL, proxies) apply.
 """

@@ -177,6 +177,9 @@ class WheelSource(ArchiveSource):
         check_member(self.location, self._facts, self._prefix + member, sha256,
                            self.spec)
 
+    def member_crc(self, member: str) -> tuple[int, int] | None:
+        return None   # RECORD's sha256 (confirm) is stronger evidence, at no extra read
+
     def _pin_hint(self) -> str:
         return (f"this is not the wheel the recipe pins ({self.origin}): delete it and get "
                 f"the published one: {download_command([self.spec])}")
