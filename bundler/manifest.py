@@ -164,7 +164,7 @@ class FoundManifest:
 def find_manifest(app: Path) -> FoundManifest:
     if not app.is_dir():
         raise BundlerError(f"{app}: not a folder", "give the bundle folder made by bundler pack")
-    unreadable: list[Path] = []
+    unreadable: list[DamagedManifest] = []
     for pattern in _MANIFEST_GLOBS:
         for path in sorted(app.glob(pattern)):
             found = _bundler_manifest(path, unreadable)
@@ -172,20 +172,20 @@ def find_manifest(app: Path) -> FoundManifest:
                 return found
     if unreadable and (app / BOOTSTRAP_NAME).is_file():
         # bundler's bootstrap is there, so an unreadable manifest.json is ours, damaged
-        raise DamagedManifest(f"{unreadable[0]}: the manifest is damaged: not valid JSON",
-                              _REPACK)
+        raise DamagedManifest(unreadable[0].message, _REPACK)
     raise BundlerError(f"{app}: no bundler manifest found (looked for <dir>/{MANIFEST_NAME})",
                        "give the folder `bundler pack` made (dist/<app name>)")
 
 
-def _bundler_manifest(path: Path, unreadable: list[Path]) -> FoundManifest | None:
+def _bundler_manifest(path: Path, unreadable: list[DamagedManifest]) -> FoundManifest | None:
     """The manifest at `path` if it is a bundler manifest (another tool's manifest.json
     is passed over, unreadable ones noted in `unreadable`); DamagedManifest if it claims
     to be one but cannot be trusted."""
     try:
-        data = read_json(path, MAX_MANIFEST_BYTES, DamagedManifest, "")
-    except DamagedManifest:
-        unreadable.append(path)
+        data = read_json(path, MAX_MANIFEST_BYTES, DamagedManifest, "",
+                         "the manifest is damaged: not valid JSON")
+    except DamagedManifest as exc:
+        unreadable.append(exc)
         return None
     if not looks_like_manifest(data):
         return None

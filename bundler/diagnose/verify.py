@@ -22,6 +22,7 @@ from bundler.manifest import (
 )
 from bundler.support.hashing import sha256_file
 from bundler.support.paths import is_inside_relative
+from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular
 from bundler.windows.authenticode import Trust, check_signature, shipped_roots
 
 _MAX_ENTRY_BYTES = 64 << 20  # an entry script; only read to find the bootstrap lines
@@ -134,8 +135,11 @@ def _check_entry(found: FoundManifest, report: VerifyReport) -> None:
     report.checked += 1
     path = found.root / entry
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:   # a FIFO put there would block open()
             text = handle.read(_MAX_ENTRY_BYTES).decode("utf-8", "replace")
+    except NotARegularFile:
+        report.changed.append(f"{entry} ({NOT_REGULAR})")
+        return
     except OSError:
         report.missing.append(entry)
         return

@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bundler.errors import RefusedError
+from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular_for_update
+
 _POLL_SECONDS = 0.2
 _WINDOWS_LOCK_OFFSET = 1 << 30  # a byte past any pid text: readers are never blocked
 
@@ -35,7 +38,14 @@ def exclusive(path: Path, what: str, notify: Callable[[str], object]) -> Iterato
     The holder deletes the file when done, so nothing is left beside the target."""
     told = False
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = open_regular_for_update(path)
+        except NotARegularFile:
+            # e.g. a FIFO: locking it would hang or fail; it is not one bundler made
+            raise RefusedError(f"{path}: {NOT_REGULAR}, where bundler keeps the lock file "
+                               f"that guards {what}",
+                               "remove it (bundler makes this file itself) and run again"
+                               ) from None
         try:
             if _try_lock(fd):
                 if _still_at(fd, path):

@@ -7,12 +7,13 @@ the dotted key, what was expected and what was found.
 from __future__ import annotations
 
 import difflib
-import stat
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
 from bundler.errors import BundlerError
+from bundler.support.json_files import beyond_parser_limits
+from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,6 +52,11 @@ def load_toml_bytes(path: Path, error: type[BundlerError], what: str
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{path}: not valid TOML: {exc}",
                     f"fix the syntax of the {what}") from None
+    except (RecursionError, ValueError) as exc:   # tomllib lets these through
+        if not beyond_parser_limits(exc):
+            raise
+        raise error(f"{path}: cannot read {what}: {beyond_parser_limits(exc)}",
+                    f"fix the {what}: no {what} needs that") from None
 
 
 def parse_toml_text(text: str, label: Path, error: type[BundlerError]) -> dict[str, Any]:
@@ -67,11 +73,10 @@ def _read_capped(path: Path, error: type[BundlerError], what: str) -> bytes:
         raise error(f"{shown(str(path))}: a path cannot contain a NUL character",
                     f"check the path of the {what}")
     try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise error(f"{path}: not a regular file (a folder, device or pipe)",
-                        f"give the path of the {what} file")
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             raw = handle.read(MAX_TOML_BYTES + 1)
+    except NotARegularFile:
+        raise error(f"{path}: {NOT_REGULAR}", f"give the path of the {what} file") from None
     except FileNotFoundError:
         raise error(f"{path}: no such {what} file",
                     f"check the path; a {what} is a TOML file") from None
