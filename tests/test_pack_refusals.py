@@ -276,3 +276,28 @@ def test_a_swap_that_cannot_be_undone_says_where_the_previous_bundle_is(
     retired = Path(err.split("it is in ", 1)[1].split()[0])
     assert snapshot(retired / "app") == before  # nothing of the previous bundle is lost
     assert (copy / "app.spec.lock").read_bytes() == lock_before  # the lock was put back
+
+
+@pytest.mark.parametrize("points_to", ["another-bundle", "nothing"])
+@pytest.mark.parametrize("given", ["default", "--out"])
+def test_an_output_folder_that_is_a_symbolic_link_is_refused(
+        good: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str], points_to: str,
+        given: str) -> None:
+    workspace = tmp_path / "ws"
+    shutil.copytree(good.root, workspace, symlinks=True)
+    # app B's bundle, and dist/app (app A's output) a link to it
+    other = tmp_path / "b" / "dist" / "b"
+    if points_to == "another-bundle":
+        shutil.copytree(good.dist, other)
+    before = snapshot(tmp_path / "b") if other.exists() else {}
+    link = workspace / "dist" / "app"
+    shutil.rmtree(link)
+    link.symlink_to(other, target_is_directory=True)
+    args = ["--out", link] if given == "--out" else []
+    code, _, err = run_cli(capsys, "pack", workspace / "app.spec", *args)
+    assert code == 2, err
+    assert err.startswith(f"bundler: error: {link}: the output folder is a symbolic link")
+    assert "hint: remove the link" in err and "Traceback" not in err
+    assert link.is_symlink() and os.readlink(link) == str(other)
+    assert (snapshot(tmp_path / "b") if other.exists() else {}) == before
+    assert not (tmp_path / "b").exists() or points_to == "another-bundle"

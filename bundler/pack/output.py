@@ -35,6 +35,29 @@ from bundler.support.swap_journal import (
 )
 
 
+def output_folder(given: Path) -> Path:
+    """The output folder, resolved; refused if the path itself is a symbolic link (or
+    a junction): the swap would write through it and replace whatever it points at,
+    another app's bundle included. Links above it (a linked dist/) are followed."""
+    path = Path(os.path.abspath(given))
+    if _is_link(path):
+        try:
+            points = f" to {os.readlink(path)}"
+        except OSError:
+            points = ""
+        raise RefusedError(f"{path}: the output folder is a symbolic link{points}; "
+                           "refusing to write through it (the bundle would replace what "
+                           "is there); nothing was changed",
+                           "remove the link, or give --out a folder that is not a link")
+    return path.resolve()
+
+
+def _is_link(path: Path) -> bool:
+    """A symbolic link, or a junction on Windows (os.path.isjunction: Python >= 3.12)."""
+    isjunction = getattr(os.path, "isjunction", None)
+    return path.is_symlink() or bool(isjunction and isjunction(path))
+
+
 def refuse_unsafe_target(target: Path, protected: list[Path]) -> None:
     """Refuse a target that holds the user's own files: we would replace it whole.
     Only an earlier bundle (one `bundler verify` recognises) may be replaced."""

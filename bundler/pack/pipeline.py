@@ -21,7 +21,7 @@ from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import Skipped
 from bundler.pack.emit import build_manifest
 from bundler.pack.lock import Lock, check_lock, read_lock
-from bundler.pack.output import refuse_unsafe_target, staged_output
+from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
 from bundler.pack.resolve import ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
 from bundler.pack.signatures import SignatureChecker, check_signatures
@@ -70,7 +70,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     inputs = {sid: path for sid in given if (path := given_path(sid, given, spec.folder))}
     recipe = find_recipe(spec.recipe, spec.folder, inputs)
     recipe.select(list(spec.components) + list(spec.scan.components))  # names them early
-    target = (out or spec.default_out()).resolve()
+    target = output_folder(out or spec.default_out())
     refuse_unsafe_target(target, _protected(spec))
     build = BUILDERS[spec.builder]
     warnings: list[str] = []
