@@ -190,11 +190,13 @@ def _twin_error(path: Path, first: str, second: str, added: dict[str, str]) -> S
         return SpecError(f"{path}: Windows cannot hold this name in the bundle: '{first}' "
                          "beside it differs from it only in case, and Windows takes them "
                          "for one file", "rename one of them")
+    if added[first] == _RUNTIME:
+        return SpecError(f"{path}: the app folder already has '{second}', where the runtime "
+                         f"folder '{first}' goes (Windows does not tell names apart by case)",
+                         'rename it, or set [runtime] dir = "another-name"')
     case = ", and Windows does not tell names apart by case" if first != second else ""
     return SpecError(f"{path}: Windows cannot hold this name in the bundle: bundler writes "
-                     f"{added[first]} '{first}' there{case}",
-                     "rename it" + (" (or set [runtime] dir = \"another-name\")"
-                                    if added[first] == _RUNTIME else ""))
+                     f"{added[first]} '{first}' there{case}", "rename it")
 
 
 def _added_names(runtime_dir: str) -> dict[str, dict[str, str]]:
