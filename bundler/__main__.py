@@ -1,5 +1,5 @@
 import sys
 
-from bundler.cli import main
+from bundler import launch
 
-sys.exit(main())
+sys.exit(launch())

@@ -31,10 +31,15 @@ __all__ = ["BOOTSTRAP_NAME", "INJECT_MARKER", "build_manifest", "inject_entry",
 # file keeps the script's folder off sys.path. Registered in sys.modules so the
 # app can still `import _cudnn_bootstrap` to call report().
 # The bootstrap sits at the app's top; LOCATION is its path from the entry's folder.
+# Without it (deleted, quarantined) the app stops with one line saying what to do, not
+# a FileNotFoundError traceback from these lines.
 _INJECTED = f'''{INJECT_MARKER} (added by `bundler pack`)
 import importlib.util as _bundler_util, os.path as _bundler_path, sys as _bundler_sys
 _bundler_spec = _bundler_util.spec_from_file_location("_cudnn_bootstrap", _bundler_path.join(
     _bundler_path.dirname(_bundler_path.abspath(__file__)), LOCATION))
+if not _bundler_path.isfile(_bundler_spec.origin):
+    raise SystemExit("this app's bundle is incomplete: " + _bundler_spec.origin + " is missing;"
+                     " pack the app again (bundler pack), or run `bundler verify` on it")
 _bundler_sys.modules["_cudnn_bootstrap"] = _bundler_util.module_from_spec(_bundler_spec)
 {INJECT_LOADS}
 del _bundler_util, _bundler_path, _bundler_sys, _bundler_spec

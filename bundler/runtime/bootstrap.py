@@ -40,6 +40,8 @@ _HINTS = {
     193: "it is not a valid 64-bit DLL (32-bit or damaged): " + _REPACK,
     225: "an antivirus blocked it as unsafe: restore it from quarantine",
 }
+_SHAPES = {(list, str): "a list of strings", (dict, str): "an object of strings",
+           (list, dict): "a list of objects"}
 
 _loaded: list = []  # (relpath, absolute path, handle) in load order
 _dll_directory = None  # keep the handle: closing it would drop the folder again
@@ -108,7 +110,7 @@ def read_manifest(path):
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested 1000s deep
         raise BundledRuntimeError(
             f"bundled runtime manifest {path} cannot be read ({exc}); {_REPACK}") from None
     if not isinstance(data, dict) or not isinstance(data.get("load_order"), list):
@@ -118,6 +120,19 @@ def read_manifest(path):
         raise BundledRuntimeError(
             f"bundled runtime manifest {path} has format {version!r}; this "
             f"bootstrap reads format {MANIFEST_FORMAT}: {_REPACK}")
+    # The shapes start-up and report() rely on: valid JSON of another shape would
+    # otherwise stop the app with an AttributeError deep inside the bootstrap.
+    for key, shape, item in (("load_order", list, str), ("versions", dict, str),
+                             ("files", list, dict), ("recipe", dict, str)):
+        value = data.get(key, shape())
+        items = value.values() if isinstance(value, dict) else value
+        if not isinstance(value, shape) or not all(isinstance(i, item) for i in items):
+            raise BundledRuntimeError(
+                f"bundled runtime manifest {path} is damaged: '{key}' must be "
+                f"{_SHAPES[shape, item]}; {_REPACK}")
+    if not all(isinstance(f.get("path"), str) for f in data.get("files", [])):
+        raise BundledRuntimeError(f"bundled runtime manifest {path} is damaged: each of "
+                                  f"'files' must have a 'path' string; {_REPACK}")
     return data
 
 
