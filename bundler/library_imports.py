@@ -1,11 +1,11 @@
-"""Where a DLL's import resolves: the one answer pack, inspect and doctor share.
+"""Where a library's import resolves: the one answer pack, inspect and doctor share.
 
-An import named `name`, of a DLL that has `beside` next to it (the bundle, the folder,
-the archive), is:
+An import named `name`, of a library that has `beside` next to it (the bundle, the
+folder, the archive), is, on the recipe's platform (bundler.platforms):
 
-- bundled: a DLL of that name is beside it;
-- system: Windows or the VC++ runtime provides it (windows.toml);
-- driver: the NVIDIA driver provides it (windows.toml, never bundled);
+- bundled: a library of that name is beside it (names compared as the platform does);
+- system: the OS provides it (on Windows: Windows or the VC++ runtime, windows.toml);
+- driver: the NVIDIA driver provides it (never bundled);
 - missing: none of these. Then `cuda_majors` says which CUDA majors ship a DLL of that
   name (if it is a CUDA library; several for names like curand64_10) and `owner` which
   recipe ships it (if any of the given ones does).
@@ -17,9 +17,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from bundler.platforms import Platform, platform_for, windows
 from bundler.recipe import Recipe, RuntimeFile, shipped_recipes
-from bundler.windows.compat import compat_facts
-from bundler.windows.facts import name_matches, windows_facts
 
 BUNDLED, SYSTEM, DRIVER, MISSING = "bundled", "system", "driver", "missing"
 
@@ -41,31 +40,37 @@ class Resolution:
         return ""
 
 
-def resolve_import(name: str, beside: Collection[str], recipes: Iterable[Recipe] = ()
-                   ) -> Resolution:
-    """`beside` holds lower-case file names; `recipes` are asked who ships a missing one."""
-    lowered = name.lower()
-    facts = windows_facts()
-    if lowered in beside:
+def resolve_import(name: str, beside: Collection[str], recipes: Iterable[Recipe] = (),
+                   platform: Platform | None = None) -> Resolution:
+    """`beside` holds file names in the platform's name_key form; `recipes` are asked
+    who ships a missing one."""
+    platform = platform or windows()
+    key = platform.name_key(name)
+    facts = platform.facts()
+    if key in beside:
         return Resolution(BUNDLED)
-    if facts.is_system(lowered):
+    if facts.is_system(key):
         return Resolution(SYSTEM)
-    if facts.is_driver(lowered):
+    if facts.is_driver(key):
         return Resolution(DRIVER)
     owner = next(((r, f) for r in recipes for f in r.files.values()
-                  if f.name.lower() == lowered), None)
-    return Resolution(MISSING, facts.cuda_majors_of(lowered), owner)
+                  if platform.same_name(f.name, name)), None)
+    return Resolution(MISSING, facts.cuda_majors_of(key), owner)
 
 
-def is_runtime_dll(name: str) -> bool:
-    """A DLL a bundle could have to supply: a CUDA library, a cuDNN DLL (compat.toml's
-    scan patterns) or a DLL some shipped recipe ships. What the app scan, inspect and
-    doctor look for in a framework's imports."""
-    return (windows_facts().is_cuda_library(name) or name_matches(name, compat_facts().scan)
-            or name.lower() in _recipe_file_names())
+def is_runtime_library(name: str, platform: Platform | None = None) -> bool:
+    """A library a bundle could have to supply: a CUDA library, a cuDNN library (the
+    driver table's scan patterns) or one some shipped recipe ships. What the app scan,
+    inspect and doctor look for in a framework's imports."""
+    platform = platform or windows()
+    return (platform.facts().is_cuda_library(name)
+            or platform.matches(name, platform.driver_table().scan)
+            or platform.name_key(name) in _recipe_file_names(platform.name))
 
 
-@lru_cache(maxsize=1)
-def _recipe_file_names() -> frozenset[str]:
-    return frozenset(f.name.lower() for r in shipped_recipes() for f in r.files.values()
-                     if f.name.lower().endswith(".dll"))
+@lru_cache(maxsize=4)
+def _recipe_file_names(platform_name: str) -> frozenset[str]:
+    platform = platform_for(platform_name)
+    return frozenset(platform.name_key(f.name) for r in shipped_recipes()
+                     if r.platform == platform.name for f in r.files.values()
+                     if platform.is_library(f.name))

@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError, SourceError
+from bundler.platforms import Platform, Trust, platform_for
 from bundler.recipe_checks import check_consistency, driver_minimums, signer_trust
 from bundler.releases.catalogue import cuda_key
 from bundler.releases.channels import detect as detect_channel
@@ -28,7 +29,6 @@ from bundler.releases.render import (
 from bundler.releases.runtime_inputs import overrides as runtime_overrides
 from bundler.support.paths import is_bare_file_name
 from bundler.support.toml_tables import Table, load_toml_bytes, parse_toml_text
-from bundler.windows.authenticode import Trust
 
 LICENCE_COMPONENT = "licence"
 
@@ -140,6 +140,11 @@ class Recipe:
     def trust_for(self, runtime_file: RuntimeFile) -> Trust | None:
         """What must have signed the file, or None when the recipe asks no signature."""
         return self.signers[runtime_file.signed_by] if runtime_file.signed_by else None
+
+    @property
+    def target(self) -> Platform:
+        """The platform its files are for (validated when the recipe was read)."""
+        return platform_for(self.platform)
 
     @property
     def cuda_major(self) -> int:
@@ -263,10 +268,11 @@ def _recipe(data: dict, raw: bytes, path: Path) -> Recipe:
     top = Table(data, path, "", RecipeError, "docs/recipe-format.md")
     name = top.take("name", str)
     platform = top.take("platform", str)
+    target = platform_for(platform, path)   # an unknown one would skip its checks
     description = top.take("description", str, "")
     versions = top.table("versions")
     cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
-    min_driver, min_driver_compat = driver_minimums(versions, cuda)
+    min_driver, min_driver_compat = driver_minimums(versions, cuda, target)
     versions.done()
     signers = {name: signer_trust(name, t) for name, t in top.tables("signers").items()}
     sources = {sid: _source(sid, t, platform) for sid, t in top.tables("sources").items()}
@@ -298,10 +304,10 @@ def _source(sid: str, table: Table, platform: str) -> SourceSpec:
         file_name=table.take("file_name", str, ""), sha256=table.take("sha256", str, ""),
         root=table.take("root", str, ""), env=tuple(table.take_str_list("env", [])),
         package=table.take("package", str, ""), version=table.take("version", str, ""),
-        # A wheel's platform tag is the recipe's platform spelled as in wheel names
-        # (win-amd64 -> win_amd64) unless the recipe says otherwise.
+        # A wheel's platform tag is the recipe's platform's (win-amd64 -> win_amd64)
+        # unless the recipe says otherwise.
         platform_tag=table.take("platform_tag", str,
-                                platform.replace("-", "_") if kind == "wheel" else ""),
+                                platform_for(platform).wheel_tag if kind == "wheel" else ""),
         signed_by=table.take("signed_by", str, ""),
         signature_optional=table.take("signature_optional", bool, False),
         pin_source=table.take("pin_source", str, ""))

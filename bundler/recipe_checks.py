@@ -7,10 +7,8 @@ import re
 from typing import TYPE_CHECKING
 
 from bundler.errors import RecipeError
+from bundler.platforms import Platform, Trust
 from bundler.support.toml_tables import Table
-from bundler.windows.authenticode import Trust
-from bundler.windows.compat import compat_facts
-from bundler.windows.facts import windows_facts
 
 if TYPE_CHECKING:
     from bundler.recipe import Recipe
@@ -37,7 +35,7 @@ def signer_trust(name: str, table: Table) -> Trust:
 
 def check_consistency(recipe: Recipe) -> None:
     where = recipe.path
-    facts = windows_facts()
+    facts = recipe.target.facts()
     for component in recipe.components.values():
         for required in component.requires:
             if required not in recipe.components:
@@ -56,8 +54,9 @@ def check_consistency(recipe: Recipe) -> None:
                               f"{runtime_file.signed_by!r}, which [signers] does not list",
                               f'add [signers."{runtime_file.signed_by}"] with its roots')
     shipped = [f.name for f in (*recipe.files.values(), *recipe.licences)]
-    lowered = [name.lower() for name in shipped]  # Windows file names ignore case
-    clashes = sorted({name for name in shipped if lowered.count(name.lower()) > 1})
+    key = recipe.target.name_key   # on Windows, file names ignore case
+    keys = [key(name) for name in shipped]
+    clashes = sorted({name for name in shipped if keys.count(key(name)) > 1})
     if clashes:
         raise RecipeError(f"{where}: {', '.join(clashes)} would be shipped twice (each "
                           "wheel names its licence alike)",
@@ -70,11 +69,11 @@ def check_consistency(recipe: Recipe) -> None:
                               f"'{source.id}'", "add it to contents or fix the member path")
 
 
-def driver_minimums(versions: Table, cuda: str) -> tuple[str, str]:
-    """min_driver and min_driver_compat of a CUDA release, from the driver table
-    (bundler/windows/compat.toml). A recipe may state them only to agree with it, or for
-    a release the table lacks."""
-    table = compat_facts()
+def driver_minimums(versions: Table, cuda: str, platform: Platform) -> tuple[str, str]:
+    """min_driver and min_driver_compat of a CUDA release, from the platform's driver
+    table (bundler/windows/compat.toml). A recipe may state them only to agree with it,
+    or for a release the table lacks."""
+    table = platform.driver_table()
     known = {"min_driver": table.min_driver_for(cuda),
              "min_driver_compat": table.minor_compatible_from(cuda)}
     for key, derived in known.items():

@@ -18,6 +18,16 @@ from tests.winenv.fixtures import *  # noqa: F403 - pytest collects fixtures by 
 pytest_plugins = ["pytester"]
 
 
+# Fixtures that start the Windows CPython under Wine: a test using one is marked `wine`.
+WINE_FIXTURES = frozenset({"win_python", "app_python"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if WINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.wine)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield

@@ -51,7 +51,9 @@ def test_the_products_do_not_import_each_other() -> None:
     other; the shipped bootstrap imports nothing of bundler; the knowledge layers import
     no product."""
     rules = {"pack": ("bundler.diagnose",), "diagnose": ("bundler.pack",),
-             "runtime": ("bundler",), "windows": ("bundler.pack", "bundler.diagnose"),
+             "runtime": ("bundler",),
+             "windows": ("bundler.pack", "bundler.diagnose", "bundler.recipe",
+                         "bundler.releases"),
              "support": ("bundler.pack", "bundler.diagnose", "bundler.windows"),
              "manifest": ("bundler.pack", "bundler.diagnose"),
              "recipe": ("bundler.pack", "bundler.diagnose"),
@@ -62,6 +64,21 @@ def test_the_products_do_not_import_each_other() -> None:
                       for module in _imports(p) if _product(p) in rules
                       and module.startswith(rules[_product(p)]))
     assert crossing == []
+
+
+# The OS packages, and the seam that chooses one (bundler/platforms.py).
+PLATFORM_PACKAGES = ("windows",)
+SEAM = "platforms"
+
+
+def test_only_the_seam_knows_the_platform_packages() -> None:
+    """Platform knowledge (PE files, DLL names, Authenticode, the Windows driver table)
+    lives in bundler/windows/; everything else asks bundler.platforms."""
+    leaking = sorted(f"{p.relative_to(ROOT)} imports {module}" for p in MODULES
+                     for module in _imports(p)
+                     if _product(p) not in (*PLATFORM_PACKAGES, SEAM)
+                     and module.startswith(tuple(f"bundler.{n}" for n in PLATFORM_PACKAGES)))
+    assert leaking == []
 
 
 def test_the_bootstrap_uses_the_standard_library_only() -> None:
@@ -121,8 +138,10 @@ def test_every_spec_and_recipe_key_is_documented() -> None:
     from bundler.pack.spec import load_spec
     from bundler.recipe import load_recipe_file, shipped_recipes
     from bundler.windows.compat import compat_facts
+    from bundler.windows.facts import windows_facts
 
-    compat_facts()  # its own TOML is read once, here, not while recording
+    compat_facts()  # their own TOML is read once, here, not while recording
+    windows_facts()
 
     specs = sorted((ROOT / "examples").rglob("*.spec"))
     specs = [s for s in specs if "[app]" in s.read_text(encoding="utf-8")]
@@ -151,3 +170,36 @@ def test_every_manifest_and_lock_field_is_documented() -> None:
     missing = [f"{kind.__name__}.{f.name}" for kind in kinds for f in fields(kind)
                if f"`{f.name}`" not in text]
     assert missing == []
+
+
+def test_windows_toml_is_read_strictly(tmp_path: Path) -> None:
+    """A key the code does not read (a typo, a fact the code forgot) fails."""
+    from bundler.errors import BundlerError
+    from bundler.support.toml_tables import tomllib
+    from bundler.windows.facts import parse_windows_facts
+
+    path = PACKAGE / "windows" / "windows.toml"
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    assert parse_windows_facts(data, path).is_driver("NVCUDA.DLL")
+    with pytest.raises(BundlerError, match="driverr"):
+        parse_windows_facts({**data, "driverr": ["nvcuda.dll"]}, path)
+
+
+def test_a_recipe_for_a_platform_bundler_does_not_know_is_refused() -> None:
+    """An unknown platform would otherwise skip its machine and name checks."""
+    from bundler.errors import RecipeError
+    from bundler.recipe import load_recipe_text
+
+    text = (ROOT / "recipes" / "cudnn-8.9.4.25-cuda11-win-x64.toml").read_text()
+    with pytest.raises(RecipeError, match="platform 'win-arm64' is not one bundler knows"):
+        load_recipe_text(text.replace('platform = "win-amd64"', 'platform = "win-arm64"')
+                         .encode(), Path("arm.toml"))
+
+
+def test_the_platform_compares_library_names_as_its_os_does() -> None:
+    from bundler.platforms import platform_for
+
+    windows = platform_for("win-amd64")
+    assert windows.same_name("CUDNN64_8.DLL", "cudnn64_8.dll")
+    assert windows.is_library("cuBLAS64_12.DLL") and not windows.is_library("cudnn.h")
+    assert windows.matches("CUDNN64_9.dll", ["cudnn*.dll"])

@@ -232,13 +232,13 @@ def test_a_warm_pack_reuses_a_passed_check_of_the_same_bytes(
         capsys: pytest.CaptureFixture[str]) -> None:
     """A timestamped signature that passed for these bytes (by sha256) passes again:
     the store keeps the verdict, and a re-pack does not pay for the check twice."""
-    from bundler.pack import signatures
+    from bundler.windows import authenticode
 
     spec = _workspace(tmp_path, real, "NVIDIA Corporation", (G4,))
     assert run_cli(capsys, "pack", spec)[0] == 0
     calls: list[Path] = []
-    real_check = signatures.check_signature
-    monkeypatch.setattr(signatures, "check_signature",
+    real_check = authenticode.check_signature
+    monkeypatch.setattr(authenticode, "check_signature",
                         lambda path, trust: calls.append(path) or real_check(path, trust))
     (tmp_path / "app" / "main.py").write_text("print('changed')\n")
     code, out, err = run_cli(capsys, "pack", spec)

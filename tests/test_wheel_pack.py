@@ -15,6 +15,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import shutil
 import zipfile
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from bundler.cli import main
+from bundler.pack.store_seal import seal
 from bundler.recipe import find_recipe
 from tests.winenv.paths import PROJECT_ROOT
 from tests.winenv.wheels import wheel_cache
@@ -190,9 +192,10 @@ def test_fetched_wheel_differing_from_the_pin_is_refused_and_not_cached(
 def test_a_forged_store_record_is_checked_against_the_wheels_record(
         tmp_path: Path, use_cache: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """The store maps a wheel's fingerprint to its members' sha256; a record someone
-    rewrote to name other bytes disagrees with the wheel's own RECORD, so a second app
-    reads the wheel instead of shipping the stored bytes."""
+    """The store maps a wheel's fingerprint to its members' sha256; a record rewritten
+    to name other bytes — even sealed with the store's key (a leaked one) — disagrees
+    with the wheel's own RECORD, so a second app reads the wheel instead of shipping the
+    stored bytes."""
     store = tmp_path / "store"
     monkeypatch.setenv("BUNDLER_STORE", str(store))
     first = tmp_path / "first"
@@ -203,11 +206,12 @@ def test_a_forged_store_record_is_checked_against_the_wheels_record(
     sha = hashlib.sha256(evil).hexdigest()
     (store / "objects" / sha[:2]).mkdir(parents=True, exist_ok=True)
     (store / "objects" / sha[:2] / sha).write_bytes(evil)
+    key = bytes.fromhex(os.environ["BUNDLER_STORE_KEY"])
     for record in (store / "sources").iterdir():
-        data = json.loads(record.read_text())
-        if CUDART_MEMBER in data["members"]:
-            data["members"][CUDART_MEMBER] = sha
-            record.write_text(json.dumps(data))
+        body = json.loads(record.read_text())["body"]
+        if CUDART_MEMBER in body["members"]:
+            body["members"][CUDART_MEMBER] = sha
+            record.write_text(json.dumps(seal(key, "source", record.name, body)))
     second = tmp_path / "second"
     second.mkdir()
     assert pack_cli(write_spec(second), "--offline", "--json") == 0

@@ -6,7 +6,7 @@ dependencies — static and delay-load imports read from the file, plus the DLLs
 shipped recipes say it loads by name at run time (`loads`), which no import table
 shows. Each dependency is marked:
 
-bundled, system, driver or missing, as bundler.windows.imports decides (the same
+bundled, system, driver or missing, as bundler.library_imports decides (the same
 answer the packer and doctor get).
 
 An archive or wheel also lists its members and which shipped recipe source it is.
@@ -21,14 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import BundlerError, CheckError
+from bundler.library_imports import is_runtime_library, resolve_import
+from bundler.platforms import SignatureCheck, windows
 from bundler.recipe import SOURCE_KINDS, Recipe, required_trust, shipped_recipes
 from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
 from bundler.support.text_tables import format_table, human_size
 from bundler.support.wheel_names import normalize, wheel_name
 from bundler.support.zip_reader import Member, Tap, ZipArchive
-from bundler.windows.authenticode import SignatureCheck, any_shipped_signer, check_signature
-from bundler.windows.imports import is_runtime_dll, resolve_import
-from bundler.windows.pe_file import exported_constant, is_pe, read_pe
 
 
 @dataclass(frozen=True)
@@ -109,14 +108,14 @@ def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
     size = path.stat().st_size
     digest = sha256 or sha256_file(path)
     try:
-        info = read_pe(path, exports=True)
+        info = windows().read_library(path, exports=True)
     except CheckError as exc:
         return DllFacts(name, shown_path or str(path), member, size, digest, "", 0, "", "",
                         (), (), error=exc.message)
     dependencies = [Dependency(i, how, *classify(i, beside, recipes))
                     for how, names in (("static", info.imports), ("delay", info.delay_imports))
                     for i in names]
-    api_version = exported_constant(path, "cudnnGetVersion") \
+    api_version = windows().returned_constant(path, "cudnnGetVersion") \
         if "cudnnGetVersion" in info.exports else None
     for loaded, recipe in runtime_loads(name, info.file_version, recipes, api_version or 0):
         status, _ = classify(loaded, beside, recipes)
@@ -135,7 +134,7 @@ def bundle_needs(name: str, imports: tuple[str, ...], recipes: tuple[Recipe, ...
     """What a bundle must hold for a DLL importing CUDA/cuDNN DLLs, per recipe: the
     components (with what they require) the pack's app scan would select, or what the
     recipe lacks. Empty for the runtime's own DLLs (a recipe ships them)."""
-    wanted = [i for i in imports if is_runtime_dll(i)]
+    wanted = [i for i in imports if is_runtime_library(i)]
     if not wanted or any(r.supplier_of(name) for r in recipes):
         return ()
     rows = []
@@ -156,7 +155,7 @@ def judge_signature(path: Path, name: str, recipes: tuple[Recipe, ...]
     that signer, or against any signer reaching a root bundler carries)."""
     trust = required_trust(name, recipes)
     return (trust.signer if trust else "",
-            check_signature(path, trust or any_shipped_signer()))
+            windows().check_signature(path, trust or windows().any_shipped_signer()))
 
 
 def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> InspectReport:
@@ -168,7 +167,7 @@ def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> Inspe
                            "give a DLL, a folder, a zip archive or a wheel")
     if path.suffix.lower() in (".zip", ".whl") or zipfile.is_zipfile(path):
         return _inspect_archive(path, recipes)
-    if is_pe(path):
+    if windows().is_library_file(path):
         beside = {p.name.lower() for p in _dlls_in(path.parent, recursive=False)}
         facts = dll_facts(path, beside, recipes)
         if facts.error:

@@ -20,10 +20,10 @@ from bundler.manifest import (
     FoundManifest,
     find_manifest,
 )
+from bundler.platforms import Trust, windows
 from bundler.support.hashing import sha256_file
 from bundler.support.paths import is_inside_relative
 from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular
-from bundler.windows.authenticode import Trust, check_signature, shipped_roots
 
 _MAX_ENTRY_BYTES = 64 << 20  # an entry script; only read to find the bootstrap lines
 
@@ -165,8 +165,8 @@ def _signature_problem(path: Path, entry: FileEntry) -> str:
     reaching the same root (its timestamp: any root bundler carries, or that one)."""
     roots = (entry.signature_root,)
     trust = Trust(signer=entry.signer, roots=roots,
-                  timestamp_roots=roots + tuple(shipped_roots()))
-    found = check_signature(path, trust)
+                  timestamp_roots=roots + windows().shipped_roots())
+    found = windows().check_signature(path, trust)
     if found.ok:
         return ""
     return (f"pack found it signed by {entry.signer!r}, now it is {found.describe()}; "

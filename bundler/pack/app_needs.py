@@ -37,7 +37,7 @@ def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str]
     reasons: dict[str, list[str]] = {}
     unsupplied: list[Need] = []
     for need in needs:
-        if need.dll.lower() in shipped:
+        if recipe.target.name_key(need.dll) in shipped:
             continue   # the app brings its own (checked against the bundle below)
         supplier = recipe.supplier_of(need.dll)
         if supplier is None:
@@ -96,7 +96,8 @@ def _left_out_error(recipe: Recipe, explicit: Sequence[str],
 def _refuse_app_copies(recipe: Recipe, components: list[Component], shipped: dict[str, str],
                        scan: AppScan | None) -> None:
     files = recipe.files_for(components)
-    clashes = [(f.name, shipped[f.name.lower()]) for f in files if f.name.lower() in shipped]
+    key = recipe.target.name_key
+    clashes = [(f.name, shipped[key(f.name)]) for f in files if key(f.name) in shipped]
     if not clashes:
         return
     name, where = clashes[0]

@@ -20,12 +20,10 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError
+from bundler.library_imports import is_runtime_library
 from bundler.pack.builders.folder import outputs_in
-from bundler.windows.compat import CompatFacts, FrameworkEntry, compat_facts
-from bundler.windows.imports import is_runtime_dll
-from bundler.windows.pe_file import read_pe
+from bundler.platforms import DriverTable, FrameworkEntry, Platform, windows
 
-PE_SUFFIXES = (".dll", ".pyd", ".exe")
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
 
 
@@ -60,10 +58,11 @@ class AppScan:
     shipped: dict[str, str]   # lower-case DLL name -> its path in the app (relative, /)
 
 
-def scan_app(root: Path, skip: str = "") -> AppScan:
-    """Scan the app folder `root`; `skip` is a folder inside it (relative, /) left out
-    (the runtime folder being built)."""
-    compat = compat_facts()
+def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> AppScan:
+    """Scan the app folder `root` (an app for `platform`, by default Windows); `skip` is a
+    folder inside it (relative, /) left out (the runtime folder being built)."""
+    platform = platform or windows()
+    compat = platform.driver_table()
     needs: list[Need] = []
     shipped: dict[str, str] = {}
     metadata_dirs: set[Path] = set()
@@ -72,12 +71,12 @@ def scan_app(root: Path, skip: str = "") -> AppScan:
         if any(part.endswith(_METADATA_SUFFIXES) for part in PurePosixPath(relpath).parts):
             metadata_dirs.add(_metadata_parent(path, root))
             continue
-        if not path.name.lower().endswith(PE_SUFFIXES):
+        if not platform.name_key(path.name).endswith(platform.binary_suffixes):
             continue
-        if path.name.lower().endswith(".dll"):
-            shipped.setdefault(path.name.lower(), relpath)
-        needs += [Need(name, relpath, "imported by") for name in _imports(path)
-                  if is_runtime_dll(name)]
+        if platform.is_library(path.name):
+            shipped.setdefault(platform.name_key(path.name), relpath)
+        needs += [Need(name, relpath, "imported by") for name in _imports(path, platform)
+                  if is_runtime_library(name, platform)]
     frameworks = _frameworks(sorted(metadata_dirs), compat)
     for framework in frameworks:
         if framework.entry is not None:
@@ -104,14 +103,14 @@ def _metadata_parent(path: Path, root: Path) -> Path:
     return path.parent
 
 
-def _imports(path: Path) -> tuple[str, ...]:
+def _imports(path: Path, platform: Platform) -> tuple[str, ...]:
     try:
-        return read_pe(path).all_imports
+        return platform.read_library(path).all_imports
     except CheckError:
-        return ()   # not a PE file (a data file named .dll): nothing it could load
+        return ()   # not a binary (a data file named .dll): nothing it could load
 
 
-def _frameworks(folders: list[Path], compat: CompatFacts) -> list[Framework]:
+def _frameworks(folders: list[Path], compat: DriverTable) -> list[Framework]:
     """Every distribution in the app's site-packages folders that the table knows of
     (by name), with its row for that version (None: a release the table lacks)."""
     known = {d.lower().replace("_", "-") for d in compat.framework_distributions}

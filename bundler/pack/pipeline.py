@@ -189,7 +189,7 @@ def _select(spec: Spec, recipe: Recipe, app: Path, skip: str) -> Selection:
     scan = None
     needs = [Need(dll, f"{spec.path.name} [scan] dlls", "named in") for dll in spec.scan.dlls]
     if spec.scan.enabled and app.is_dir():
-        scan = scan_app(app, skip)
+        scan = scan_app(app, skip, recipe.target)
         needs = list(scan.needs) + needs
     return select_for_app(recipe, spec.components, spec.scan.components, needs, scan,
                           spec.scan.allow_app_copies)

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bundler.errors import CheckError
+from bundler.library_imports import MISSING, resolve_import
 from bundler.manifest import FileEntry
 from bundler.pack.stage import StagedFile
+from bundler.platforms import LibraryFacts, Platform
 from bundler.recipe import Component, Recipe
-from bundler.windows.imports import MISSING, resolve_import
-from bundler.windows.pe_file import PLATFORM_MACHINE, PEInfo, exported_constant, is_pe, read_pe
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class ResolvedRuntime:
 def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile],
             origins: Mapping[str, str]) -> ResolvedRuntime:
     """`origins` maps a source id to where it was read from, for the error message."""
-    infos = _pe_infos(staged)
+    infos = _library_infos(recipe.target, staged)
     found = _check_all(recipe, staged, infos)
     if found:
         where = ", ".join(sorted({origins[item.file.source] for item, _ in found}))
@@ -43,7 +43,7 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
     unchecked: dict[str, list[str]] = {}
     for item in staged:
         if item.file.cudnn_get_version and item.file.name in infos \
-                and exported_constant(item.path, "cudnnGetVersion") is None:
+                and recipe.target.returned_constant(item.path, "cudnnGetVersion") is None:
             unchecked.setdefault(item.file.source, []).append(
                 f"{item.file.name}'s cudnnGetVersion is code bundler cannot read: its "
                 "release is not checked")
@@ -51,7 +51,7 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
                            unchecked=unchecked)
 
 
-def _bundled(staged: StagedFile, info: PEInfo | None) -> FileEntry:
+def _bundled(staged: StagedFile, info: LibraryFacts | None) -> FileEntry:
     return FileEntry(path=staged.relpath, name=staged.file.name, size=staged.size,
                        sha256=staged.sha256, component=staged.file.component,
                        source=staged.file.source, machine=info.machine if info else "",
@@ -76,39 +76,41 @@ HINTS = {
 }
 
 
-def _pe_infos(staged: list[StagedFile]) -> dict[str, PEInfo]:
+def _library_infos(platform: Platform, staged: list[StagedFile]) -> dict[str, LibraryFacts]:
     infos = {}
     for item in staged:
         try:
-            if is_pe(item.path):
-                infos[item.file.name] = read_pe(item.path)
+            if platform.is_library_file(item.path):
+                infos[item.file.name] = platform.read_library(item.path)
         except CheckError:
             pass  # reported by _check_all under the source's name, not the staging path
     return infos
 
 
-def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, PEInfo]
+def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, LibraryFacts]
                ) -> list[tuple[StagedFile, Problem]]:
-    bundled = {name.lower() for name in infos}
+    platform = recipe.target
+    bundled = {platform.name_key(name) for name in infos}
     found = []
     for item in staged:
         name = item.file.name
-        if name.lower().endswith(".dll") and name not in infos:
-            found.append((item, Problem("not_pe", f"{name} is not a valid Windows DLL")))
+        if platform.is_library(name) and name not in infos:
+            found.append((item, Problem("not_pe", f"{name} is not a valid {platform.os_name} "
+                                                  f"{platform.library_word}")))
         elif name in infos:
             found += [(item, problem) for problem in _check_one(
                 recipe, name, item.file.version, infos[name], bundled)]
-            found += [(item, problem) for problem in _check_api_version(item)]
+            found += [(item, problem) for problem in _check_api_version(platform, item)]
     return found
 
 
-def _check_api_version(item: StagedFile) -> list[Problem]:
+def _check_api_version(platform: Platform, item: StagedFile) -> list[Problem]:
     """cuDNN's own number for its release, where the version resource is not it (cuDNN 7
     carries the CUDA version there): what cudnnGetVersion returns, read from its code."""
     wanted = item.file.cudnn_get_version
     if not wanted:
         return []
-    found = exported_constant(item.path, "cudnnGetVersion")
+    found = platform.returned_constant(item.path, "cudnnGetVersion")
     if found == wanted or (found is None and item.file.cudnn_get_version_where_readable):
         return []
     said = "cannot be read" if found is None else f"returns {found}"
@@ -116,14 +118,14 @@ def _check_api_version(item: StagedFile) -> list[Problem]:
                                f"expects {wanted}")]
 
 
-def _check_one(recipe: Recipe, name: str, expected_version: str, info: PEInfo,
+def _check_one(recipe: Recipe, name: str, expected_version: str, info: LibraryFacts,
                bundled: set[str]) -> list[Problem]:
-    wanted_machine = PLATFORM_MACHINE.get(recipe.platform)
-    if wanted_machine and info.machine != wanted_machine:
+    platform = recipe.target
+    if info.machine != platform.machine:
         bits = "32-bit" if info.machine == "I386" else "wrong architecture"
         # Its imports would only repeat the same story.
-        return [Problem("machine", f"{name} is a {info.machine} DLL, not {wanted_machine} "
-                                   f"({bits})")]
+        return [Problem("machine", f"{name} is a {info.machine} {platform.library_word}, "
+                                   f"not {platform.machine} ({bits})")]
     problems = []
     if expected_version and info.file_version != expected_version:
         problems.append(Problem("version", f"{name} has version {info.file_version or 'none'}"
@@ -137,7 +139,8 @@ def _check_one(recipe: Recipe, name: str, expected_version: str, info: PEInfo,
 
 def _check_import(recipe: Recipe, name: str, imported: str, bundled: set[str]
                   ) -> Problem | None:
-    found = resolve_import(imported, bundled, (recipe,))
+    platform = recipe.target
+    found = resolve_import(imported, bundled, (recipe,), platform)
     if found.status != MISSING:
         return None
     majors = found.cuda_majors
@@ -149,20 +152,22 @@ def _check_import(recipe: Recipe, name: str, imported: str, bundled: set[str]
         return Problem("unselected", f"{name} imports {imported} of component "
                                      f"'{found.owner[1].component}', which is not selected")
     return Problem("unknown_import", f"{name} imports {imported}, which is neither bundled "
-                                     "nor a Windows/driver DLL")
+                                     f"nor a {platform.os_name}/driver "
+                                     f"{platform.library_word}")
 
 
 def load_order(recipe: Recipe, components: list[Component],
-               infos: dict[str, PEInfo]) -> list[str]:
+               infos: dict[str, LibraryFacts]) -> list[str]:
     """DLL names, dependencies first: static imports plus component requirements.
 
     Ties break by name so the order (and so the manifest) is deterministic.
     """
-    by_lower = {name.lower(): name for name in infos}
+    key = recipe.target.name_key
+    by_key = {key(name): name for name in infos}
     depends: dict[str, set[str]] = {name: set() for name in infos}
     for name, info in infos.items():
-        depends[name] |= {by_lower[i.lower()] for i in info.all_imports
-                          if i.lower() in by_lower and by_lower[i.lower()] != name}
+        depends[name] |= {by_key[key(i)] for i in info.all_imports
+                          if key(i) in by_key and by_key[key(i)] != name}
     for component in components:
         needed = {f for req in component.requires for f in recipe.components[req].files}
         for name in component.files:

@@ -22,16 +22,8 @@ from bundler.errors import CheckError
 from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.pack.stage import StagedFile
+from bundler.platforms import CHANGED, OK, UNSIGNED, Platform, SignatureCheck, Trust
 from bundler.recipe import Recipe
-from bundler.windows.authenticode import (
-    CHANGED,
-    OK,
-    UNSIGNED,
-    SignatureCheck,
-    Trust,
-    check_signature,
-)
-from bundler.windows.facts import name_matches
 
 
 class Verdicts(Protocol):
@@ -61,11 +53,12 @@ class SignatureChecker:
         trust = self._recipe.trust_for(item.file)
         if trust is not None:
             self._started[item.path] = self._pool.submit(_checked, item, trust,
-                                                         self._verdicts)
+                                                         self._verdicts, self._recipe.target)
 
     def result(self, item: StagedFile, trust: Trust) -> SignatureCheck:
         started = self._started.get(item.path)
-        return started.result() if started else _checked(item, trust, self._verdicts)
+        return started.result() if started else _checked(item, trust, self._verdicts,
+                                                         self._recipe.target)
 
     def __enter__(self) -> SignatureChecker:
         return self
@@ -91,7 +84,7 @@ def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: Resolve
         found = checker.result(item, trust)
         if found.ok:
             files.append(_signed(entry, found, SIGNATURE_VERIFIED))
-        elif found.status != CHANGED and allowed(entry.name, allow_unsigned):
+        elif found.status != CHANGED and recipe.target.matches(entry.name, allow_unsigned):
             files.append(_signed(entry, found, SIGNATURE_ALLOWED_UNSIGNED))
         elif found.status == UNSIGNED and item.file.signature_optional:
             files.append(entry)   # an era whose signing is unknown: no signature is no claim
@@ -109,12 +102,13 @@ def trust_key(trust: Trust) -> str:
     return hashlib.sha256(json.dumps(asdict(trust), sort_keys=True).encode()).hexdigest()
 
 
-def _checked(item: StagedFile, trust: Trust, verdicts: Verdicts | None) -> SignatureCheck:
+def _checked(item: StagedFile, trust: Trust, verdicts: Verdicts | None, platform: Platform
+             ) -> SignatureCheck:
     key = trust_key(trust)
     known = verdicts.signature_verdict(item.sha256, key) if verdicts else None
     if known is not None and known.get("status") == OK and known.get("signed_at"):
         return SignatureCheck(**known)
-    found = check_signature(item.path, trust)
+    found = platform.check_signature(item.path, trust)
     if verdicts is not None and found.ok and found.signed_at:
         verdicts.remember_signature(item.sha256, key, asdict(found))
     return found
@@ -125,12 +119,6 @@ def _failure(origin: str, signer: str, found: str, names: list[str]) -> str:
         return f"{origin}: {names[0]} must be signed by {signer!r}, but is {found}"
     return (f"{origin}: {', '.join(names)} must be signed by {signer!r}, but each is "
             f"{found}")
-
-
-def allowed(name: str, globs: list[str]) -> bool:
-    """Whether a file name matches one of the spec's allow_unsigned globs (Windows file
-    names ignore case, so the match does too)."""
-    return name_matches(name, globs)
 
 
 def _signed(entry: FileEntry, found: SignatureCheck, state: str) -> FileEntry:

@@ -10,8 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
-from bundler.support.toml_tables import tomllib
+from bundler.errors import BundlerError
+from bundler.support.toml_tables import Table, tomllib
 
 
 @dataclass(frozen=True)
@@ -79,20 +81,32 @@ def name_matches(name: str, patterns: Iterable[str]) -> bool:
 
 @lru_cache(maxsize=1)
 def windows_facts() -> WindowsFacts:
-    data = tomllib.loads(resources.files("bundler.windows").joinpath("windows.toml")
-                         .read_text(encoding="utf-8"))
+    resource = resources.files("bundler.windows").joinpath("windows.toml")
+    return parse_windows_facts(tomllib.loads(resource.read_text(encoding="utf-8")),
+                               Path(str(resource)))
+
+
+def parse_windows_facts(data: dict, path: Path) -> WindowsFacts:
+    """windows.toml, read strictly: a key the code does not read fails (and a test),
+    so the file and the code cannot drift apart."""
+    top = Table(data, path, "", BundlerError, "bundler/windows/windows.toml")
+    lowered = {key: tuple(p.lower() for p in top.take_str_list(key))
+               for key in ("system", "vc_runtime", "driver", "api_sets")}
     # Longest first, so "nvrtc-builtins" is tried before "nvrtc".
-    prefixes = "|".join(re.escape(p) for p in sorted(data["cuda_release_prefixes"],
+    prefixes = "|".join(re.escape(p) for p in sorted(top.take_str_list("cuda_release_prefixes"),
                                                      key=len, reverse=True))
-    return WindowsFacts(
-        system=tuple(p.lower() for p in data["system"]),
-        vc_runtime=tuple(p.lower() for p in data["vc_runtime"]),
+    majors = top.table("cuda_library_majors")
+    library_majors = tuple((name.lower(), tuple(majors.take(name, list)))
+                           for name in majors.names())
+    majors.done()
+    facts = WindowsFacts(
+        system=lowered["system"], vc_runtime=lowered["vc_runtime"],
         cuda_library=re.compile(rf"^(?:{prefixes})(?:64)?_(\d+)"),
-        driver=tuple(p.lower() for p in data["driver"]),
-        redistributable=tuple(data["redistributable"]),
-        cuda_path_variable=re.compile(data["cuda_path_variable"], re.IGNORECASE),
-        api_sets=tuple(p.lower() for p in data["api_sets"]),
-        dll_search_order=tuple(data["dll_search_order"]),
-        library_majors=tuple((name.lower(), tuple(majors)) for name, majors
-                             in data["cuda_library_majors"].items()),
-    )
+        driver=lowered["driver"],
+        redistributable=tuple(top.take_str_list("redistributable")),
+        cuda_path_variable=re.compile(top.take("cuda_path_variable", str), re.IGNORECASE),
+        api_sets=lowered["api_sets"],
+        dll_search_order=tuple(top.take_str_list("dll_search_order")),
+        library_majors=library_majors)
+    top.done()
+    return facts

@@ -32,12 +32,11 @@ from bundler.diagnose.inspection import Dependency, DllFacts, dll_facts
 from bundler.diagnose.verify import VerifyReport, verify
 from bundler.lockfile import Lock
 from bundler.manifest import FileEntry, Versions, find_manifest
+from bundler.platforms import known_platforms, platform_for, windows
 from bundler.recipe import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_check, same_file
 from bundler.support.hashing import sha256_file
 from bundler.support.text_tables import format_table
-from bundler.windows.facts import windows_facts
-from bundler.windows.pe_file import PLATFORM_MACHINE
 
 
 @dataclass(frozen=True)
@@ -138,7 +137,9 @@ def _verify_findings(report: VerifyReport) -> list[Finding]:
 def _load_findings(report: BundleReport, placed: list[PlacedCopy],
                    expected: set[str]) -> list[Finding]:
     """Would each bundled DLL load here: its machine, and each import present."""
-    platform_machine = PLATFORM_MACHINE.get(report.platform, "AMD64")
+    target = platform_for(report.platform) if report.platform in known_platforms() \
+        else windows()
+    platform_machine = target.machine
     system = system_folders()
     findings = []
     for dll in report.dlls:
@@ -179,7 +180,7 @@ def _import_problem(dep: Dependency, report: BundleReport, system: dict[str, str
 
 
 def _system_dll_present(name: str, system: dict[str, str]) -> bool:
-    if windows_facts().is_api_set(name):
+    if windows().facts().is_api_set(name):
         return True
     folders = (system["system32"], os.path.dirname(sys.executable))
     return any(os.path.isfile(os.path.join(folder, name)) for folder in folders)

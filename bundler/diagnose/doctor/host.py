@@ -19,14 +19,12 @@ from pathlib import Path
 
 from bundler.diagnose.inspection import judge_signature
 from bundler.errors import CheckError
+from bundler.library_imports import is_runtime_library
+from bundler.platforms import DriverTable, windows
 from bundler.recipe import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_from_file_version
 from bundler.runtime.bootstrap import probe_driver as load_nvcuda
 from bundler.support.hashing import sha256_file
-from bundler.windows.compat import CompatFacts
-from bundler.windows.facts import name_matches, windows_facts
-from bundler.windows.imports import is_runtime_dll
-from bundler.windows.pe_file import read_pe
 
 _NVIDIA_SMI_TIMEOUT = 20  # seconds; it can take a while to wake a GPU
 
@@ -113,7 +111,7 @@ def search_folders(environ: Mapping[str, str], application: str,
              "system16": ("System", system.get("system16", "")),
              "windows": ("Windows folder", system.get("windows", ""))}
     ordered: list[tuple[str, str, bool]] = []
-    for step in windows_facts().dll_search_order:
+    for step in windows().facts().dll_search_order:
         if step == "path":
             ordered += [(f"PATH[{i}]", entry, True) for i, entry in enumerate(
                 _path_entries(environ.get("PATH", "")), start=1)]
@@ -121,7 +119,7 @@ def search_folders(environ: Mapping[str, str], application: str,
             ordered.append((*named[step], True))
     ordered += [(variable, os.path.join(environ[variable], "bin"), False)
                 for variable in sorted(environ, key=_cuda_path_order)
-                if windows_facts().is_cuda_path_variable(variable) and environ[variable]]
+                if windows().facts().is_cuda_path_variable(variable) and environ[variable]]
     return _merge(ordered)
 
 
@@ -156,7 +154,7 @@ def find_copies(folders: Iterable[SearchFolder], patterns: Iterable[str]) -> lis
     patterns = tuple(patterns)
     recipes = tuple(shipped_recipes())
     found = [_copy(folder, entry, recipes) for folder in folders
-             for entry in _listing(folder.path) if name_matches(entry.name, patterns)]
+             for entry in _listing(folder.path) if windows().matches(entry.name, patterns)]
     counts: dict[str, int] = {}
     for copy in found:
         counts[copy.name.lower()] = counts.get(copy.name.lower(), 0) + 1
@@ -174,7 +172,7 @@ def _listing(folder: str) -> list[os.DirEntry[str]]:
 def _copy(folder: SearchFolder, entry: os.DirEntry[str], recipes: tuple[Recipe, ...]
           ) -> DllCopy:
     try:
-        info = read_pe(Path(entry.path))
+        info = windows().read_library(Path(entry.path))
         machine, version, error = info.machine, info.file_version, ""
     except CheckError as exc:
         machine, version, error = "", "", exc.message
@@ -192,7 +190,7 @@ def _hashed(copy: DllCopy) -> DllCopy:
     return replace(copy, sha256=sha256_file(Path(copy.path)))
 
 
-def probe_driver(compat: CompatFacts) -> DriverFacts:
+def probe_driver(compat: DriverTable) -> DriverFacts:
     """Ask nvcuda.dll (Windows only) and nvidia-smi (when present) about the driver."""
     smi = _nvidia_smi(compat)
     smi_version, gpus = _ask_nvidia_smi(smi) if smi else ("", ())
@@ -208,7 +206,7 @@ def probe_driver(compat: CompatFacts) -> DriverFacts:
                        version, version_from, smi, gpus)
 
 
-def _nvidia_smi(compat: CompatFacts) -> str:
+def _nvidia_smi(compat: DriverTable) -> str:
     found = shutil.which("nvidia-smi")
     if found:
         return found
@@ -229,7 +227,7 @@ def _ask_nvidia_smi(smi: str) -> tuple[str, tuple[str, ...]]:
     return rows[0][0].strip(), tuple(row[1].strip() for row in rows)
 
 
-def installed_frameworks(compat: CompatFacts,
+def installed_frameworks(compat: DriverTable,
                          path: list[str] | None = None) -> list[InstalledFramework]:
     """The framework distributions installed in this Python (or on `path`), read from
     their metadata: importing TensorFlow to ask its version takes seconds and may crash."""
@@ -251,4 +249,4 @@ def own_runtime_dlls(framework: InstalledFramework) -> tuple[str, ...]:
         names = sorted(p.name for p in lib.iterdir() if p.suffix.lower() == ".dll")
     except OSError:
         return ()
-    return tuple(n for n in names if is_runtime_dll(n))
+    return tuple(n for n in names if is_runtime_library(n))

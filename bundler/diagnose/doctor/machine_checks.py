@@ -31,11 +31,9 @@ from bundler.diagnose.doctor.host import (
     process_bits,
     search_folders,
 )
+from bundler.platforms import DriverTable, FrameworkEntry, windows
 from bundler.runtime.bootstrap import cuda_text, runs_on
 from bundler.support.text_tables import format_table
-from bundler.windows.compat import CompatFacts, FrameworkEntry, compat_facts
-from bundler.windows.facts import windows_facts
-from bundler.windows.pe_file import BITS
 
 
 @dataclass(frozen=True)
@@ -68,8 +66,8 @@ class MachineReport:
 
 
 def examine_machine(environ: Mapping[str, str] | None = None,
-                    compat: CompatFacts | None = None) -> MachineReport:
-    compat = compat or compat_facts()
+                    compat: DriverTable | None = None) -> MachineReport:
+    compat = compat or windows().driver_table()
     environ = os.environ if environ is None else environ
     folders = search_folders(environ, application=os.path.dirname(sys.executable))
     frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version),
@@ -97,7 +95,7 @@ def _not_windows() -> Finding:
 
 
 def judge_machine(folders: list[SearchFolder], copies: list[DllCopy], driver: DriverFacts,
-                  frameworks: list[FrameworkReport], compat: CompatFacts,
+                  frameworks: list[FrameworkReport], compat: DriverTable,
                   bits: int) -> MachineReport:
     placed = place(copies)
     report = DriverReport(driver, cuda_text(driver.cuda) if driver.cuda else "",
@@ -164,7 +162,7 @@ def _by_name(placed: list[PlacedCopy]) -> dict[str, list[PlacedCopy]]:
 
 
 def _bits(copy: DllCopy) -> int:
-    return BITS.get(copy.machine, 0)
+    return windows().bits.get(copy.machine, 0)
 
 
 def _unloadable(copy: DllCopy, bits: int) -> Finding:
@@ -178,7 +176,7 @@ def _unloadable(copy: DllCopy, bits: int) -> Finding:
 
 
 def _driver_findings(report: DriverReport, placed: list[PlacedCopy],
-                     compat: CompatFacts) -> list[Finding]:
+                     compat: DriverTable) -> list[Finding]:
     facts = report.facts
     if not facts.checked:
         return [Finding(NOTE, "driver", "the driver was not checked: this is not Windows"
@@ -204,14 +202,14 @@ def _driver_findings(report: DriverReport, placed: list[PlacedCopy],
     return findings
 
 
-def _runs(cuda: str, driver: DriverReport, compat: CompatFacts) -> bool:
+def _runs(cuda: str, driver: DriverReport, compat: DriverTable) -> bool:
     """Whether the driver runs a CUDA `cuda` runtime: the bootstrap's rule, with the
     figures of compat.toml in place of a recipe's."""
     return runs_on(driver.facts.version, driver.facts.cuda, cuda,
                    compat.oldest_driver_for(cuda), bool(compat.minor_compatible_from(cuda)))
 
 
-def _update_hint(cuda: str, compat: CompatFacts) -> str:
+def _update_hint(cuda: str, compat: DriverTable) -> str:
     minimum = compat.oldest_driver_for(cuda)
     if minimum:
         return f"update the NVIDIA driver to >= {minimum}"
@@ -221,13 +219,13 @@ def _update_hint(cuda: str, compat: CompatFacts) -> str:
 
 def _cudart_cuda(name: str) -> str:
     """The CUDA a cudart's name pins: cudart64_101 -> 10.1, cudart64_110 -> 11.0."""
-    release = windows_facts().cuda_release_of(name) if name.lower().startswith("cudart") \
+    release = windows().facts().cuda_release_of(name) if name.lower().startswith("cudart") \
         else None
     return f"{release[0]}.{release[1]}" if release else ""
 
 
 def _framework_findings(frameworks: list[FrameworkReport], placed: list[PlacedCopy],
-                        driver: DriverReport, compat: CompatFacts) -> list[Finding]:
+                        driver: DriverReport, compat: DriverTable) -> list[Finding]:
     if not frameworks:
         names = ", ".join(compat.framework_distributions)
         return [Finding(NOTE, "framework", f"no GPU framework installed in this Python "
@@ -249,7 +247,7 @@ def _framework_findings(frameworks: list[FrameworkReport], placed: list[PlacedCo
 
 
 def _framework_driver(title: str, expects: FrameworkEntry, driver: DriverReport,
-                      compat: CompatFacts) -> list[Finding]:
+                      compat: DriverTable) -> list[Finding]:
     if not driver.facts.cuda or _runs(expects.cuda, driver, compat):
         return []
     return [Finding(PROBLEM, "framework", f"{title} is built for CUDA {expects.cuda}; the "

@@ -31,8 +31,8 @@ from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.manifest import BootstrapEntry
 from bundler.pack.builders.base import BuiltApp
 from bundler.pack.emit import fill_template, write_bootstrap
+from bundler.platforms import windows
 from bundler.support.progress import line_progress
-from bundler.windows.facts import windows_facts
 
 if TYPE_CHECKING:  # the spec module imports the builders table
     from bundler.pack.spec import Spec
@@ -158,7 +158,9 @@ def build_environment(environ: Mapping[str, str], runtime_names: frozenset[str]
 
 
 def _is_cuda_path_var(key: str) -> bool:
-    return windows_facts().is_cuda_path_variable(key)
+    # PyInstaller builds for the Python running it, which pack checks is the recipe's
+    # platform: Windows, the one platform this builder knows so far.
+    return windows().facts().is_cuda_path_variable(key)
 
 
 def _is_cuda_folder(entry: str, cuda_roots: Iterable[str], runtime_names: frozenset[str]) -> bool:
@@ -173,9 +175,9 @@ def _is_cuda_folder(entry: str, cuda_roots: Iterable[str], runtime_names: frozen
         names = os.listdir(entry)
     except OSError:
         return False  # not a folder: it cannot hold a DLL either
-    facts = windows_facts()
-    return any(name.lower() in runtime_names or facts.is_cuda_library(name)
-               for name in names if name.lower().endswith(".dll"))
+    platform = windows()
+    return any(platform.name_key(name) in runtime_names or platform.facts().is_cuda_library(name)
+               for name in names if platform.is_library(name))
 
 
 def _prepare(spec: Spec) -> BuildPlan:

@@ -1,0 +1,105 @@
+"""The platform seam: what bundler knows of an operating system, behind one interface.
+
+A recipe names its platform (`platform = "win-amd64"`) and `platform_for()` gives the
+`Platform` that knows it: how its libraries are named and compared, the reader of its
+binaries, its system and driver libraries, its driver table, and how a library's
+origin is verified. The shared layers (recipe, pack, diagnose) ask the Platform; only
+an OS package (bundler/windows/) knows an OS, and the architecture test keeps it so.
+Like cuda-pathfinder's `_dynamic_libs`: one typed descriptor per OS, one interface.
+
+A new platform is a package beside bundler/windows/ that builds a `Platform`, one line
+in `_known()`, and its recipes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bundler.errors import RecipeError
+
+__all__ = ["CHANGED", "OK", "UNSIGNED", "DriverTable", "FrameworkEntry", "LibraryFacts",
+           "Platform", "SignatureCheck", "Trust", "known_platforms", "platform_for",
+           "windows"]
+
+# What a signer's trust pins and what a check found (Authenticode's on Windows), and
+# what the binary reader tells of a library (machine, version, imports, exports).
+from bundler.windows.authenticode import CHANGED, OK, UNSIGNED, SignatureCheck, Trust
+from bundler.windows.compat import CompatFacts as DriverTable
+from bundler.windows.compat import FrameworkEntry
+from bundler.windows.pe_file import PEInfo as LibraryFacts
+
+if TYPE_CHECKING:
+    from bundler.windows.facts import WindowsFacts
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One operating system and architecture, as bundler's shared layers see it."""
+
+    name: str                 # the recipe's `platform`: "win-amd64"
+    os_name: str              # for messages: "Windows"
+    wheel_tag: str            # PyPI's platform tag: "win_amd64"
+    machine: str              # what the binary reader calls the architecture: "AMD64"
+    bits: Mapping[str, int]   # each machine the reader names -> its word size
+    library_suffix: str       # ".dll"
+    library_word: str         # what messages call one: "DLL"
+    binary_suffixes: tuple[str, ...]   # an app's files whose imports the app scan reads
+    case_insensitive: bool    # the file system and loader ignore letter case
+    signature_scheme: str     # "Authenticode"; "" where the wheel's pin is the trust
+    read_library: Callable[..., LibraryFacts]       # (path, exports=False): machine, ...
+    is_library_file: Callable[[Path], bool]         # by its header, not its name
+    returned_constant: Callable[[Path, str], int | None]   # an export's constant
+    facts: Callable[[], WindowsFacts]               # system, driver and CUDA libraries
+    driver_table: Callable[[], DriverTable]         # driver minimums, framework rows
+    check_signature: Callable[[Path, Trust], SignatureCheck]
+    shipped_roots: Callable[[], tuple[str, ...]]    # every root a shipped recipe pins
+    any_shipped_signer: Callable[[], Trust]         # any signer the shipped recipes name
+
+    def name_key(self, name: str) -> str:
+        """The form two library names are compared in (the same file when equal)."""
+        return name.lower() if self.case_insensitive else name
+
+    def same_name(self, first: str, second: str) -> bool:
+        return self.name_key(first) == self.name_key(second)
+
+    def matches(self, name: str, patterns: Iterable[str]) -> bool:
+        """Whether a file name matches one of the glob patterns, as the platform compares
+        names (without regard to case on Windows)."""
+        key = self.name_key(name)
+        return any(fnmatch.fnmatchcase(key, self.name_key(p)) for p in patterns)
+
+    def is_library(self, name: str) -> bool:
+        """Whether a file name is a shared library's (by name: `is_library_file` reads)."""
+        return self.name_key(name).endswith(self.name_key(self.library_suffix))
+
+
+@cache
+def _known() -> dict[str, Platform]:
+    from bundler.windows.windows_platform import WINDOWS
+
+    return {p.name: p for p in (WINDOWS,)}
+
+
+def platform_for(name: str, where: object = "") -> Platform:
+    """The platform a recipe names; RecipeError naming the known ones otherwise."""
+    found = _known().get(name)
+    if found is None:
+        prefix = f"{where}: " if where else ""
+        raise RecipeError(f"{prefix}platform {name!r} is not one bundler knows",
+                          f"use one of: {', '.join(sorted(_known()))}")
+    return found
+
+
+def known_platforms() -> tuple[str, ...]:
+    return tuple(sorted(_known()))
+
+
+def windows() -> Platform:
+    """The platform of Windows bundles: what commands that examine a Windows machine or
+    a bundle without a recipe (doctor, inspect) speak of."""
+    return platform_for("win-amd64")

@@ -1,0 +1,22 @@
+"""Windows x64 as a `bundler.platforms.Platform`: PE files, DLL names compared without
+regard to case, Authenticode signatures, NVIDIA's Windows driver table."""
+
+from __future__ import annotations
+
+from bundler.platforms import Platform
+from bundler.windows import authenticode
+from bundler.windows.compat import compat_facts
+from bundler.windows.facts import windows_facts
+from bundler.windows.pe_file import BITS, PLATFORM_MACHINE, exported_constant, is_pe, read_pe
+
+WINDOWS = Platform(
+    name="win-amd64", os_name="Windows", wheel_tag="win_amd64",
+    machine=PLATFORM_MACHINE["win-amd64"], bits=BITS, library_suffix=".dll", library_word="DLL",
+    binary_suffixes=(".dll", ".pyd", ".exe"),
+    case_insensitive=True,
+    signature_scheme="Authenticode", read_library=read_pe, is_library_file=is_pe,
+    returned_constant=exported_constant, facts=windows_facts, driver_table=compat_facts,
+    # Looked up at each call, so a test can count the checks.
+    check_signature=lambda path, trust: authenticode.check_signature(path, trust),
+    shipped_roots=lambda: tuple(authenticode.shipped_roots()),
+    any_shipped_signer=authenticode.any_shipped_signer)
