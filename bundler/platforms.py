@@ -14,11 +14,11 @@ in `_known()`, and its recipes.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bundler.errors import RecipeError
 
@@ -28,13 +28,10 @@ __all__ = ["CHANGED", "OK", "UNSIGNED", "DriverTable", "FrameworkEntry", "Librar
 
 # What a signer's trust pins and what a check found (Authenticode's on Windows), and
 # what the binary reader tells of a library (machine, version, imports, exports).
+from bundler.library_facts import LibraryFacts, OSFacts
 from bundler.windows.authenticode import CHANGED, OK, UNSIGNED, SignatureCheck, Trust
 from bundler.windows.compat import CompatFacts as DriverTable
 from bundler.windows.compat import FrameworkEntry
-from bundler.windows.pe_file import PEInfo as LibraryFacts
-
-if TYPE_CHECKING:
-    from bundler.windows.facts import WindowsFacts
 
 
 @dataclass(frozen=True)
@@ -46,15 +43,16 @@ class Platform:
     wheel_tag: str            # PyPI's platform tag: "win_amd64"
     machine: str              # what the binary reader calls the architecture: "AMD64"
     bits: Mapping[str, int]   # each machine the reader names -> its word size
-    library_suffix: str       # ".dll"
+    library_names: str        # a regular expression a library's file name matches
     library_word: str         # what messages call one: "DLL"
     binary_suffixes: tuple[str, ...]   # an app's files whose imports the app scan reads
     case_insensitive: bool    # the file system and loader ignore letter case
+    windows_names: bool       # Windows's name rules (reserved names, case twins) apply
     signature_scheme: str     # "Authenticode"; "" where the wheel's pin is the trust
     read_library: Callable[..., LibraryFacts]       # (path, exports=False): machine, ...
     is_library_file: Callable[[Path], bool]         # by its header, not its name
     returned_constant: Callable[[Path, str], int | None]   # an export's constant
-    facts: Callable[[], WindowsFacts]               # system, driver and CUDA libraries
+    facts: Callable[[], OSFacts]               # system, driver and CUDA libraries
     driver_table: Callable[[], DriverTable]         # driver minimums, framework rows
     check_signature: Callable[[Path, Trust], SignatureCheck]
     shipped_roots: Callable[[], tuple[str, ...]]    # every root a shipped recipe pins
@@ -75,14 +73,16 @@ class Platform:
 
     def is_library(self, name: str) -> bool:
         """Whether a file name is a shared library's (by name: `is_library_file` reads)."""
-        return self.name_key(name).endswith(self.name_key(self.library_suffix))
+        return re.fullmatch(self.library_names, name,
+                            re.IGNORECASE if self.case_insensitive else 0) is not None
 
 
 @cache
 def _known() -> dict[str, Platform]:
+    from bundler.linux.linux_platform import LINUX
     from bundler.windows.windows_platform import WINDOWS
 
-    return {p.name: p for p in (WINDOWS,)}
+    return {p.name: p for p in (WINDOWS, LINUX)}
 
 
 def platform_for(name: str, where: object = "") -> Platform:

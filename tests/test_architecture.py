@@ -54,6 +54,8 @@ def test_the_products_do_not_import_each_other() -> None:
              "runtime": ("bundler",),
              "windows": ("bundler.pack", "bundler.diagnose", "bundler.recipe",
                          "bundler.releases"),
+             "linux": ("bundler.pack", "bundler.diagnose", "bundler.recipe",
+                       "bundler.releases"),
              "support": ("bundler.pack", "bundler.diagnose", "bundler.windows"),
              "manifest": ("bundler.pack", "bundler.diagnose"),
              "recipe": ("bundler.pack", "bundler.diagnose"),
@@ -67,7 +69,7 @@ def test_the_products_do_not_import_each_other() -> None:
 
 
 # The OS packages, and the seam that chooses one (bundler/platforms.py).
-PLATFORM_PACKAGES = ("windows",)
+PLATFORM_PACKAGES = ("windows", "linux")
 SEAM = "platforms"
 
 

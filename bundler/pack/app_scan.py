@@ -71,7 +71,8 @@ def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> Ap
         if any(part.endswith(_METADATA_SUFFIXES) for part in PurePosixPath(relpath).parts):
             metadata_dirs.add(_metadata_parent(path, root))
             continue
-        if not platform.name_key(path.name).endswith(platform.binary_suffixes):
+        if not (platform.is_library(path.name)
+                or platform.name_key(path.name).endswith(platform.binary_suffixes)):
             continue
         if platform.is_library(path.name):
             shipped.setdefault(platform.name_key(path.name), relpath)

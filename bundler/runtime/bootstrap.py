@@ -9,6 +9,10 @@ Written into the app by `bundler pack`; standard library only. Importing it:
 3. registers the runtime folder with os.add_dll_directory, for loads that honour it;
 4. preloads every runtime DLL by absolute path, in the manifest's load order.
 
+On Linux (a linux-x86_64 bundle) step 4 uses dlopen with RTLD_GLOBAL: a later dlopen by
+SONAME gets the bundled copy (glibc searches LD_LIBRARY_PATH before RUNPATH, so a copy in
+a folder alone does not win). LD_LIBRARY_PATH is never read. Steps 2-3 are Windows's.
+
 Why preload by absolute path: TensorFlow and PaddlePaddle load "cudnn64_8.dll"
 with a plain LoadLibrary by bare name, which searches PATH and ignores
 add_dll_directory folders. But a bare-name load returns a module already loaded
@@ -137,11 +141,8 @@ def read_manifest(path):
 
 
 def _loaded_modules():
-    """{lower-case file name: path} of every module in this process.
-
-    One enumeration instead of a GetModuleHandleW per DLL: the same answer, and
-    start-up stays cheap however many DLLs the runtime has.
-    """
+    """{lower-case file name: path} of every module in this process: one enumeration,
+    not a GetModuleHandleW per DLL, so start-up stays cheap however many DLLs there are."""
     import ctypes
 
     kernel32 = _kernel32()
@@ -153,18 +154,22 @@ def _loaded_modules():
     return {os.path.basename(path).lower(): path for path in paths}
 
 
+def _bundled_path(relpath, existing):
+    """The bundled file's path; an error if a library of its name came from elsewhere."""
+    path = os.path.join(app_folder(), *relpath.split("/"))
+    if existing and not same_file(existing, path):
+        raise BundledRuntimeError(
+            f"another {os.path.basename(path)} is already loaded from {existing}; this app "
+            f"needs its bundled {path}. Something loaded a framework before the bootstrap "
+            "ran: keep the bootstrap lines first in the entry script (folder apps) and "
+            "bundler's runtime hook first (PyInstaller apps)")
+    return path
+
+
 def _load_one(relpath, already_loaded):
     import ctypes
 
-    path = os.path.join(app_folder(), *relpath.split("/"))
-    name = os.path.basename(path)
-    existing = already_loaded.get(name.lower())
-    if existing and not same_file(existing, path):
-        raise BundledRuntimeError(
-            f"another {name} is already loaded from {existing}; "
-            f"this app needs its bundled {path}. Something loaded a framework before the "
-            "bootstrap ran: keep the bootstrap lines first in the entry script (folder "
-            "apps) and bundler's runtime hook first (PyInstaller apps)")
+    path = _bundled_path(relpath, already_loaded.get(os.path.basename(relpath).lower()))
     handle = _kernel32().LoadLibraryExW(path, None, _LOAD_FLAGS)
     if not handle:
         code = ctypes.get_last_error()
@@ -186,12 +191,9 @@ def cuda_text(number):
 
 
 def probe_driver():
-    """(nvcuda.dll's path or "", the CUDA version the driver supports e.g. 10010,
-    nvcuda.dll's file version e.g. "26.21.14.4166" or "", error).
-
-    nvcuda.dll comes with the NVIDIA driver. It is loaded by bare name with the
-    standard search order, as the CUDA runtime itself loads it.
-    """
+    """(nvcuda.dll's path or "", the CUDA version the driver supports e.g. 10010, its file
+    version e.g. "26.21.14.4166" or "", error). nvcuda.dll comes with the driver: loaded
+    by bare name with the standard search order, as the CUDA runtime loads it."""
     import ctypes
 
     handle = _kernel32().LoadLibraryW("nvcuda.dll")
@@ -250,14 +252,10 @@ def cuda_needed(cuda):
 
 
 def runs_on(version, supported, cuda, oldest, minor_compatible):
-    """Whether a driver runs a CUDA `cuda` runtime whose oldest driver is `oldest`.
-
-    By the driver's `version` ("516.01") when known. Else by its cuDriverGetVersion
-    (`supported`): that CUDA, or only its major when `minor_compatible` (from CUDA 11
-    on, NVIDIA's minor-version compatibility lets a runtime run on an older driver of
-    its major). The two agree: a driver reports the CUDA of the newest release whose
-    own minimum driver it meets.
-    """
+    """Whether a driver runs a CUDA `cuda` runtime whose oldest driver is `oldest`: by the
+    driver's `version` ("516.01") when known, else by its cuDriverGetVersion (`supported`):
+    that CUDA, or only its major when `minor_compatible` (CUDA 11 on). The two agree: a
+    driver reports the CUDA of the newest release whose own minimum driver it meets."""
     if version and oldest:
         return not driver_older(version, oldest)
     return supported >= cuda_needed(cuda.partition(".")[0] if minor_compatible else cuda)
@@ -269,13 +267,10 @@ def driver_check(versions):
 
 
 def judge_driver(versions, path, supported, file_version, error):
-    """A dict of what was found; "problem" is "" when the runtime can run, "note"
-    says when it runs without the features that need a newer driver.
-
-    The figures are the recipe's, from the manifest: the driver must be >=
-    min_driver_compat where the recipe gives one (CUDA minor-version compatibility),
-    else >= min_driver. Between min_driver_compat and min_driver is a note.
-    """
+    """A dict of what was found; "problem" is "" when the runtime can run, "note" says when
+    it runs without the features that need a newer driver. The manifest's figures: the
+    driver must be >= min_driver_compat where given (CUDA minor-version compatibility),
+    else >= min_driver; between the two is a note."""
     version = driver_from_file_version(file_version)
     cuda, min_driver = versions.get("cuda", "0"), versions.get("min_driver", "")
     compat = versions.get("min_driver_compat", "")
@@ -323,7 +318,12 @@ def activate():
         raise BundledRuntimeError(
             f"this app's bundled CUDA runtime needs Python 3.7 or newer; this is Python "
             f"{sys.version.split()[0]} ({sys.executable}): run the app with Python 3.7+")
-    if os.name != "nt" or _activated:
+    if _activated:
+        return
+    if sys.platform.startswith("linux"):
+        _activate_linux()
+        return
+    if os.name != "nt":
         return
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
     _check_driver()
@@ -343,12 +343,43 @@ def activate():
     _activated = True
 
 
+def _mapped_libraries():
+    """{file name: path} of every file mapped in this process (/proc/self/maps)."""
+    with open("/proc/self/maps") as maps:
+        paths = [f[5].strip() for f in (line.split(None, 5) for line in maps) if len(f) == 6]
+    return {os.path.basename(path): path for path in reversed(paths) if path.startswith("/")}
+
+
+def _activate_linux():
+    global _manifest, _activated
+    _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
+    if not str(_manifest.get("platform", "")).startswith("linux"):
+        return  # a Windows bundle run here: none of its files can load
+    import ctypes
+
+    mapped = _mapped_libraries()
+    _loaded.clear()
+    for relpath in _manifest.get("load_order", []):
+        path = _bundled_path(relpath, mapped.get(os.path.basename(relpath)))
+        try:
+            handle = ctypes.CDLL(path, mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+        except OSError as exc:  # the message names the file, or what it needs
+            gone = "is missing" if not os.path.isfile(path) else f"cannot be loaded ({exc})"
+            raise BundledRuntimeError(
+                f"bundled runtime file {relpath} ({path}) {gone}: {_REPACK}") from None
+        _loaded.append((relpath, path, handle))
+    _activated = True
+
+
 def report():
     """What was loaded: recipe, versions, and where each DLL came from."""
     versions = {f["path"]: f.get("version", "") for f in _manifest.get("files", [])}
     loaded_from = {}
     if os.name == "nt" and _loaded:
         loaded_from = {rel: _module_path(h) for rel, _, h in _loaded}
+    elif _loaded:
+        mapped = _mapped_libraries()
+        loaded_from = {rel: mapped.get(os.path.basename(path), "") for rel, path, _ in _loaded}
     return {
         "recipe": _manifest.get("recipe", {}).get("name", ""),
         "versions": _manifest.get("versions", {}),

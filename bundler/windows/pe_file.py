@@ -9,16 +9,15 @@ reading it into memory.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pefile
 
 from bundler.errors import CheckError
+from bundler.library_facts import LibraryFacts
 
 MACHINES = {0x8664: "AMD64", 0x14C: "I386", 0xAA64: "ARM64", 0x1C4: "ARMNT"}
 PLATFORM_MACHINE = {"win-amd64": "AMD64"}
-BITS = {"AMD64": 64, "ARM64": 64, "I386": 32, "ARMNT": 32}
 
 _DIRECTORIES = [pefile.DIRECTORY_ENTRY[name] for name in (
     "IMAGE_DIRECTORY_ENTRY_IMPORT", "IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT",
@@ -26,22 +25,8 @@ _DIRECTORIES = [pefile.DIRECTORY_ENTRY[name] for name in (
 _EXPORT_DIRECTORY = pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"]
 
 
-@dataclass(frozen=True)
-class PEInfo:
-    machine: str
-    file_version: str
-    product_version: str
-    imports: tuple[str, ...]
-    delay_imports: tuple[str, ...]
-    exports: tuple[str, ...] = ()   # read only when asked: cuBLAS exports thousands
-
-    @property
-    def all_imports(self) -> tuple[str, ...]:
-        return self.imports + self.delay_imports
-
-    @property
-    def bits(self) -> int:
-        return BITS.get(self.machine, 0)
+class PEInfo(LibraryFacts):
+    """A DLL's facts, as its PE headers give them (bundler.library_facts)."""
 
 
 def is_pe(path: Path) -> bool:

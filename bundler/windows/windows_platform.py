@@ -3,17 +3,18 @@ regard to case, Authenticode signatures, NVIDIA's Windows driver table."""
 
 from __future__ import annotations
 
+from bundler.library_facts import BITS
 from bundler.platforms import Platform
 from bundler.windows import authenticode
 from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
-from bundler.windows.pe_file import BITS, PLATFORM_MACHINE, exported_constant, is_pe, read_pe
+from bundler.windows.pe_file import PLATFORM_MACHINE, exported_constant, is_pe, read_pe
 
 WINDOWS = Platform(
     name="win-amd64", os_name="Windows", wheel_tag="win_amd64",
-    machine=PLATFORM_MACHINE["win-amd64"], bits=BITS, library_suffix=".dll", library_word="DLL",
+    machine=PLATFORM_MACHINE["win-amd64"], bits=BITS, library_names=r".*\.dll", library_word="DLL",
     binary_suffixes=(".dll", ".pyd", ".exe"),
-    case_insensitive=True,
+    case_insensitive=True, windows_names=True,
     signature_scheme="Authenticode", read_library=read_pe, is_library_file=is_pe,
     returned_constant=exported_constant, facts=windows_facts, driver_table=compat_facts,
     # Looked up at each call, so a test can count the checks.

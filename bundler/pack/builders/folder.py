@@ -46,7 +46,8 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path) ->
     left_out = _LeftOut(app, target, spec.lock_path)
     ignore = left_out.ignore
     _refuse_links_leaving(app, ignore)
-    _refuse_names_windows_cannot_hold(app, ignore, spec.runtime_dir)
+    if recipe.target.windows_names:   # a Linux app may have CON.txt or a.so beside A.so
+        _refuse_names_windows_cannot_hold(app, ignore, spec.runtime_dir)
     shutil.copytree(app, staging, dirs_exist_ok=True, ignore=ignore)
     taken = _existing_ignoring_case(staging, spec.runtime_dir)
     if taken:

@@ -1,0 +1,72 @@
+"""Read what the dynamic loader reads of an ELF shared library: its machine, SONAME,
+NEEDED entries (the static imports), RUNPATH, and (when asked) its exported symbols.
+Only the headers and the dynamic section are read (pyelftools), never the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
+from bundler.errors import CheckError
+from bundler.library_facts import LibraryFacts
+
+MACHINES = {"EM_X86_64": "X86_64", "EM_AARCH64": "AARCH64", "EM_386": "I386"}
+_MAGIC = b"\x7fELF"
+_STRING_TAGS = ("DT_NEEDED", "DT_SONAME", "DT_RUNPATH", "DT_RPATH")
+
+
+def is_elf(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(4) == _MAGIC
+
+
+def read_elf(path: Path, exports: bool = False) -> LibraryFacts:
+    try:
+        with open(path, "rb") as handle:
+            image = ELFFile(handle)
+            machine = MACHINES.get(image["e_machine"], str(image["e_machine"]))
+            needed, soname, runpath = _dynamic(image)
+            exported = _exported(image) if exports else ()
+    except (ELFError, OSError, ValueError) as exc:
+        raise CheckError(f"{path}: not a valid Linux shared library ({exc})",
+                         "the file is damaged or not a library: get the original again"
+                         ) from None
+    return LibraryFacts(machine=machine, file_version="", product_version="",
+                        imports=needed, delay_imports=(), exports=exported,
+                        soname=soname, runpath=runpath)
+
+
+def _dynamic(image: ELFFile) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    needed: list[str] = []
+    soname, runpath = "", ()
+    for section in image.iter_sections():
+        if not isinstance(section, DynamicSection):
+            continue
+        for tag in section.iter_tags():
+            kind = tag.entry.d_tag
+            if kind not in _STRING_TAGS:
+                continue
+            # pyelftools names each string tag's value after the tag: tag.needed, ...
+            value = getattr(tag, kind.removeprefix("DT_").lower())
+            if kind == "DT_NEEDED":
+                needed.append(value)
+            elif kind == "DT_SONAME":
+                soname = value
+            else:
+                runpath = tuple(p for p in value.split(":") if p)
+    return tuple(needed), soname, runpath
+
+
+def _exported(image: ELFFile) -> tuple[str, ...]:
+    """Defined global and weak functions and objects of the dynamic symbol table."""
+    table = image.get_section_by_name(".dynsym")
+    if not isinstance(table, SymbolTableSection):
+        return ()
+    return tuple(sorted({s.name for s in table.iter_symbols() if s.name
+                         and s["st_shndx"] != "SHN_UNDEF"
+                         and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
+                         and s["st_info"]["type"] in ("STT_FUNC", "STT_OBJECT")}))

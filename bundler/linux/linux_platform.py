@@ -1,0 +1,28 @@
+"""Linux x86-64 (glibc) as a `bundler.platforms.Platform`: ELF shared libraries, names
+compared exactly, NVIDIA's Linux driver table. There is no code signing on Linux: a
+runtime is trusted by the sha256 pins of NVIDIA's wheels (and their RECORD) or, for a
+folder, by the lock's pins from its first pack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bundler.library_facts import BITS
+from bundler.linux.elf_file import is_elf, read_elf
+from bundler.linux.facts import linux_driver_table, linux_facts
+from bundler.platforms import UNSIGNED, Platform, SignatureCheck, Trust
+
+
+def _no_signatures(path: Path, trust: Trust) -> SignatureCheck:
+    return SignatureCheck(status=UNSIGNED, detail="Linux libraries carry no signature")
+
+
+LINUX = Platform(
+    name="linux-x86_64", os_name="Linux", wheel_tag="manylinux_2_27_x86_64",
+    machine="X86_64", bits=BITS, library_names=r".*\.so(\.[0-9]+)*", library_word="library",
+    binary_suffixes=(".so",), case_insensitive=False, windows_names=False, signature_scheme="",
+    read_library=read_elf, is_library_file=is_elf,
+    returned_constant=lambda path, function: None, facts=linux_facts,
+    driver_table=linux_driver_table, check_signature=_no_signatures,
+    shipped_roots=lambda: (),
+    any_shipped_signer=lambda: Trust(signer="", roots=(), timestamp_roots=()))

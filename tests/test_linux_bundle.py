@@ -1,0 +1,149 @@
+"""A Linux bundle, natively: packed for linux-x86_64 from a folder of ELF libraries and
+run with a decoy cuDNN first on LD_LIBRARY_PATH. The bootstrap preloads the bundle by
+absolute path with RTLD_GLOBAL, so cuDNN's own dlopen of a sub-library by SONAME — the
+load glibc would otherwise resolve through LD_LIBRARY_PATH before the library's RUNPATH
+— gets the bundled copy; without the bootstrap the same app gets the decoy.
+
+The libraries are stand-ins built here with the system's gcc, shaped like NVIDIA's
+(libcudnn.so.9 dlopens libcudnn_graph.so.9 by SONAME; RUNPATH $ORIGIN). The real ones
+run on a GPU in bench/gpu_proof.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bundler.platforms import platform_for
+from tests.packing import run_cli
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or not shutil.which("gcc"),
+                                reason="Linux with gcc")
+
+SHIM = r'''
+#include <dlfcn.h>
+#include <stddef.h>
+size_t cudnnGetVersion(void) { return 91900; }
+/* Which libcudnn_graph.so.9 cuDNN's own dlopen by SONAME gets (1: the bundle's). */
+int cudnnGraphMarker(void) {
+    void *graph = dlopen("libcudnn_graph.so.9", RTLD_NOW);
+    if (!graph) return -1;
+    int (*marker)(void) = (int (*)(void))dlsym(graph, "graphMarker");
+    return marker ? marker() : -2;
+}
+'''
+GRAPH = "int graphMarker(void) { return MARKER; }\n"
+
+APP = r'''
+import ctypes, json, os
+cudnn = ctypes.CDLL("libcudnn.so.9")
+cudnn.cudnnGetVersion.restype = ctypes.c_size_t
+with open("/proc/self/maps") as maps:
+    mapped = sorted({l.split(None, 5)[5].strip() for l in maps
+                     if len(l.split(None, 5)) == 6 and "libcudnn" in l})
+print(json.dumps({"version": cudnn.cudnnGetVersion(), "graph": cudnn.cudnnGraphMarker(),
+                  "mapped": mapped}))
+'''
+
+RECIPE = '''name = "standin-cudnn-linux-x64"
+platform = "linux-x86_64"
+[versions]
+cudnn = "9.19.0.56"
+cuda = "13.0"
+[sources.nvidia]
+kind = "folder"
+contents = ["cudnn/lib/libcudnn.so.9", "cudnn/lib/libcudnn_graph.so.9"]
+[components.graph]
+files = ["nvidia:cudnn/lib/libcudnn_graph.so.9"]
+[components.core]
+files = ["nvidia:cudnn/lib/libcudnn.so.9"]
+requires = ["graph"]
+[files."libcudnn.so.9"]
+loads = ["libcudnn_graph.so.9"]
+'''
+
+
+def _library(folder: Path, name: str, source: str, *flags: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.c").write_text(source)
+    out = folder / name
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", f"-Wl,-soname,{name}",
+                    "-Wl,-rpath,$ORIGIN", "-o", str(out), str(folder / f"{name}.c"), *flags],
+                   check=True)
+    (folder / f"{name}.c").unlink()
+    return out
+
+
+def _run(script: Path, decoys: Path) -> dict:
+    env = {**os.environ, "LD_LIBRARY_PATH": str(decoys)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_linux_bundle_wins_against_ld_library_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site-packages" / "nvidia" / "cudnn" / "lib"
+    _library(site, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "1"))
+    _library(site, "libcudnn.so.9", SHIM, "-ldl")
+    decoys = tmp_path / "decoys"   # another cuDNN, first on LD_LIBRARY_PATH
+    _library(decoys, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "2"))
+    _library(decoys, "libcudnn.so.9", SHIM, "-ldl")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text(APP)
+    (tmp_path / "standin.toml").write_text(RECIPE)
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "app"\npath = "app"\nentry = "main.py"\n[runtime]\n'
+                    'recipe = "standin.toml"\n[sources]\n'
+                    f'nvidia = "{(tmp_path / "site-packages" / "nvidia").as_posix()}"\n')
+    code, out, err = run_cli(capsys, "pack", spec, "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["load_order"] == ["cudnn/libcudnn_graph.so.9", "cudnn/libcudnn.so.9"]
+    assert {f["machine"] for f in summary["files"] if f["name"].endswith(".so.9")} == {"X86_64"}
+    bundle = tmp_path / "dist" / "app"
+
+    packed = _run(bundle / "main.py", decoys)
+    assert packed["version"] == 91900 and packed["graph"] == 1, packed
+    assert packed["mapped"] and all(p.startswith(str(bundle)) for p in packed["mapped"])
+    # The same app without the bootstrap lines: LD_LIBRARY_PATH wins (the control).
+    (tmp_path / "control").mkdir()
+    shutil.copy(tmp_path / "app" / "main.py", tmp_path / "control" / "main.py")
+    control = _run(tmp_path / "control" / "main.py", decoys)
+    assert control["graph"] == 2 and all(str(decoys) in p for p in control["mapped"])
+
+
+def test_a_linux_library_the_bundle_lacks_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A NEEDED library that is neither bundled nor a glibc/driver library is refused."""
+    site = tmp_path / "nvidia" / "cudnn" / "lib"
+    _library(tmp_path / "other", "libstray.so.1", "int stray(void) { return 0; }\n")
+    _library(site, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "1"),
+             f"-L{tmp_path / 'other'}", "-Wl,--no-as-needed", "-l:libstray.so.1")
+    _library(site, "libcudnn.so.9", SHIM, "-ldl")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "standin.toml").write_text(RECIPE)
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "app"\npath = "app"\n[runtime]\nrecipe = "standin.toml"\n'
+                    f'[sources]\nnvidia = "{(tmp_path / "nvidia").as_posix()}"\n')
+    code, _, err = run_cli(capsys, "pack", spec)
+    assert code == 2
+    assert ("libcudnn_graph.so.9 imports libstray.so.1, which is neither bundled nor a "
+            "Linux/driver library") in err
+
+
+def test_linux_names_are_compared_exactly_and_glibc_is_the_system() -> None:
+    linux = platform_for("linux-x86_64")
+    assert not linux.same_name("libcudnn.so.9", "LIBCUDNN.SO.9")
+    assert linux.is_library("libcudnn_graph.so.9") and linux.is_library("libz.so.1.2.13")
+    facts = linux.facts()
+    assert facts.is_system("libc.so.6") and facts.is_driver("libcuda.so.1")
+    assert facts.cuda_release_of("libcudart.so.13") == (13, 0)
+    assert linux.driver_table().min_driver_for("13.0") == "580.65.06"
