@@ -129,7 +129,9 @@ def dist_version(site: Path, pattern: str) -> str:
 
 
 def write_recipe(path: Path, nvidia: Path, site: Path) -> dict[str, list[Path]]:
-    parts = libraries(nvidia)
+    # Without cuBLAS and NVRTC installed (the CPU half's smaller set) cuDNN still loads:
+    # it opens them only when an engine needs them.
+    parts = {name: paths for name, paths in libraries(nvidia).items() if paths}
     cudnn = dist_version(site, "nvidia_cudnn_cu*")
     cuda = dist_version(site, "nvidia_cuda_runtime*")
     lines = ['name = "installed-cudnn-linux-x64"', 'platform = "linux-x86_64"',
@@ -143,7 +145,7 @@ def write_recipe(path: Path, nvidia: Path, site: Path) -> dict[str, list[Path]]:
     for name, paths in parts.items():
         refs = ", ".join(f'"nvidia:{p.relative_to(nvidia).as_posix()}"' for p in paths)
         lines += ["", f"[components.{name}]", f"files = [{refs}]",
-                  f"requires = {json.dumps(requires[name])}"]
+                  f"requires = {json.dumps([r for r in requires[name] if r in parts])}"]
     shim = [p for p in parts["cudnn"] if p.name.startswith("libcudnn.so.")]
     subs = [p.name for p in parts["cudnn"] if p not in shim]
     if shim:   # it dlopens the sub-libraries by SONAME; they are preloaded before it

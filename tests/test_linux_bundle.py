@@ -16,12 +16,17 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from bundler.platforms import platform_for
+from bundler.recipe import SourceSpec
 from tests.packing import run_cli
+from tests.winenv.paths import PROJECT_ROOT
+from tests.winenv.pins import linux_pins
+from tests.winenv.wheels import fetched_once
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or not shutil.which("gcc"),
                                 reason="Linux with gcc")
@@ -147,3 +152,30 @@ def test_linux_names_are_compared_exactly_and_glibc_is_the_system() -> None:
     assert facts.is_system("libc.so.6") and facts.is_driver("libcuda.so.1")
     assert facts.cuda_release_of("libcudart.so.13") == (13, 0)
     assert linux.driver_table().min_driver_for("13.0") == "580.65.06"
+
+
+def test_nvidias_real_cudnn_9_manylinux_libraries_load_from_the_bundle(tmp_path: Path) -> None:
+    """The GPU proof's CPU half (bench/gpu_proof.py) on this machine's glibc: NVIDIA's
+    real libcudnn*.so.9 and libcudart.so.13 (pinned wheels) packed from an installed
+    site-packages, run with that site-packages' folders first on LD_LIBRARY_PATH:
+    cudnnGetVersion and every cuDNN/CUDA file mapped come from the bundle; the same app
+    without the bootstrap maps the site-packages copies. (No GPU: the convolution
+    itself runs on the GPU machine.)"""
+    site = tmp_path / "site-packages"
+    for package, (pin, platform) in linux_pins().items():
+        spec = SourceSpec(id=package, kind="wheel", contents=(), package=package,
+                          version=pin.version, platform_tag=platform, sha256=pin.sha256)
+        with zipfile.ZipFile(fetched_once(spec)) as wheel:
+            wheel.extractall(site)
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "bench" / "gpu_proof.py"),
+                           "--site-packages", str(site), "--work", str(tmp_path / "work")],
+                          capture_output=True, text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    evidence = json.loads(done.stdout)
+    app = evidence["packed_app"]
+    assert app["cudnn_version"] == 91900
+    assert evidence["mapped_from_elsewhere"] == [] and evidence["mapped_from_the_bundle"] >= 9
+    assert {Path(p).name for p in app["mapped"]} >= {"libcudnn.so.9", "libcudnn_graph.so.9",
+                                                      "libcudart.so.13"}
+    assert evidence["control_without_bootstrap_maps"]
+    assert all(p.startswith(str(site)) for p in evidence["control_without_bootstrap_maps"])

@@ -51,6 +51,12 @@ def nvidia_pin(package: str) -> Pin:
     return Pin(package, pin["version"], pin["sha256"])
 
 
+def linux_pins() -> dict[str, tuple[Pin, str]]:
+    """NVIDIA's manylinux wheels the Linux tests load: package -> (pin, platform tag)."""
+    return {name: (Pin(name, pin["version"], pin["sha256"]), pin["platform"])
+            for name, pin in _table()["linux"].items()}
+
+
 def framework_pin(package: str) -> Pin:
     pin = _table()["frameworks"][package]
     return Pin(package, pin["version"], pin["sha256"])
