@@ -5,14 +5,13 @@ Only the headers and the dynamic section are read (pyelftools), never the code."
 from __future__ import annotations
 
 from pathlib import Path
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
+from typing import TYPE_CHECKING
 
 from bundler.errors import CheckError
 from bundler.library_facts import LibraryFacts
+
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
 
 MACHINES = {"EM_X86_64": "X86_64", "EM_AARCH64": "AARCH64", "EM_386": "I386"}
 _MAGIC = b"\x7fELF"
@@ -25,6 +24,10 @@ def is_elf(path: Path) -> bool:
 
 
 def read_elf(path: Path, exports: bool = False) -> LibraryFacts:
+    # Imported here: a Windows pack (or bundler on Windows) never needs the ELF reader.
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     try:
         with open(path, "rb") as handle:
             image = ELFFile(handle)
@@ -41,6 +44,8 @@ def read_elf(path: Path, exports: bool = False) -> LibraryFacts:
 
 
 def _dynamic(image: ELFFile) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    from elftools.elf.dynamic import DynamicSection
+
     needed: list[str] = []
     soname, runpath = "", ()
     for section in image.iter_sections():
@@ -63,6 +68,8 @@ def _dynamic(image: ELFFile) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
 
 def _exported(image: ELFFile) -> tuple[str, ...]:
     """Defined global and weak functions and objects of the dynamic symbol table."""
+    from elftools.elf.sections import SymbolTableSection
+
     table = image.get_section_by_name(".dynsym")
     if not isinstance(table, SymbolTableSection):
         return ()
