@@ -111,7 +111,7 @@ def test_a_cuda_13_toolkit_keeps_its_dlls_in_bin_x64(tmp_path: Path) -> None:
     ("11.8.0", ["cudart64_110.dll"], "a CUDA 11.8.0 toolkit, but the release is built for "
                                      "CUDA 12"),
     ("12.4.131", ["cudart64_12.dll"], "has no cublas64_12.dll, cublasLt64_12.dll"),
-    ("", ["cudart64_12.dll"], "no version.json"),
+    ("", ["cudart64_12.dll"], "no version.json or version.txt"),
 ])
 def test_a_toolkit_that_cannot_serve_the_release_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str, dlls: list[str],
@@ -177,3 +177,13 @@ def test_a_companion_wheel_of_another_package_or_abi_is_refused(
                                                 "cublas": wheel})
         code, _, err = run_cli(capsys, "pack", spec)
         assert code == 2 and message in err, err
+
+
+def test_a_cuda_11_0_toolkit_says_its_release_in_version_txt(tmp_path: Path) -> None:
+    """CUDA 11.0's installer wrote version.txt; version.json came with 11.1."""
+    toolkit = toolkit_folder(tmp_path, "11.0.221", ["cudart64_110.dll", "cublas64_11.dll",
+                                                    "cublasLt64_11.dll"])
+    (toolkit / "version.json").unlink()
+    (toolkit / "version.txt").write_text("CUDA Version 11.0.221\n")
+    recipe = find_recipe("cudnn-8.9.4.25-cuda11-win-x64", PROJECT_ROOT, {"cuda": toolkit})
+    assert recipe.cuda == "11.0.221" and recipe.min_driver == "451.48"

@@ -136,21 +136,38 @@ def _from_toolkit(tables: RuntimeTables, folder: Path) -> RuntimeTables:
 
 
 def toolkit_version(folder: Path) -> str:
-    """The CUDA release of a toolkit folder, from the version.json NVIDIA's installer
-    writes there (CUDA 11.1 on): {"cuda": {"version": "12.6.2"}, ...}."""
+    """The CUDA release of a toolkit folder, from what NVIDIA's installer writes there:
+    version.json from CUDA 11.1 on ({"cuda": {"version": "12.6.2"}, ...}), version.txt
+    before ("CUDA Version 11.0.221")."""
     path = folder / "version.json"
+    if not path.is_file() and (folder / "version.txt").is_file():
+        return _version_txt(folder / "version.txt")
     try:
         version = json.loads(path.read_text(encoding="utf-8"))["cuda"]["version"]
     except FileNotFoundError:
-        raise SourceError(f"{folder}: no version.json, so not a CUDA toolkit's root folder "
-                          "(CUDA 11.1 and later write one)",
+        raise SourceError(f"{folder}: no version.json or version.txt, so not a CUDA "
+                          "toolkit's root folder",
                           "give the folder that holds bin/ and version.json, e.g. "
                           "C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v12.6") from None
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise SourceError(f"{path}: cannot read the CUDA version from it ({error})",
                           'it should hold {"cuda": {"version": "12.6.2", ...}}') from None
+    return _checked_version(version, path)
+
+
+def _version_txt(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise SourceError(f"{path}: cannot read it ({error.strerror})",
+                          "give an unmodified CUDA toolkit folder") from None
+    found = re.search(r"CUDA Version (\S+)", text)
+    return _checked_version(found.group(1) if found else text.strip()[:40], path)
+
+
+def _checked_version(version: object, path: Path) -> str:
     if not isinstance(version, str) or not re.fullmatch(r"\d+\.\d+(\.\d+)*", version):
-        raise SourceError(f"{path}: cuda.version is {version!r}, not a version",
+        raise SourceError(f"{path}: the CUDA version is {version!r}, not a version",
                           "give an unmodified CUDA toolkit folder")
     return version
 
