@@ -23,8 +23,8 @@ from pathlib import Path
 from bundler.errors import RecipeError
 
 __all__ = ["CHANGED", "OK", "UNSIGNED", "DriverTable", "FrameworkEntry", "LibraryFacts",
-           "Platform", "SignatureCheck", "Trust", "known_platforms", "platform_for",
-           "windows"]
+           "Platform", "SignatureCheck", "Trust", "all_platforms", "known_platforms",
+           "platform_for", "windows"]
 
 # What a signer's trust pins and what a check found (Authenticode's on Windows), and
 # what the binary reader tells of a library (machine, version, imports, exports).
@@ -97,6 +97,11 @@ def platform_for(name: str, where: object = "") -> Platform:
 
 def known_platforms() -> tuple[str, ...]:
     return tuple(sorted(_known()))
+
+
+def all_platforms() -> tuple[Platform, ...]:
+    """Every platform bundler knows, Windows first (what inspect tries a file against)."""
+    return tuple(_known()[name] for name in sorted(_known(), key=lambda n: n != "win-amd64"))
 
 
 def windows() -> Platform:

@@ -179,3 +179,50 @@ def test_nvidias_real_cudnn_9_manylinux_libraries_load_from_the_bundle(tmp_path:
                                                       "libcudart.so.13"}
     assert evidence["control_without_bootstrap_maps"]
     assert all(p.startswith(str(site)) for p in evidence["control_without_bootstrap_maps"])
+
+
+def test_a_pyinstaller_one_folder_build_on_linux_loads_the_bundle(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PyInstaller natively on Linux: bundler's runtime hook runs first in the frozen app
+    and preloads the bundle from sys._MEIPASS; verify checks it."""
+    pytest.importorskip("PyInstaller")
+    site = tmp_path / "nvidia" / "cudnn" / "lib"
+    _library(site, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "1"))
+    _library(site, "libcudnn.so.9", SHIM, "-ldl")
+    decoys = tmp_path / "decoys"
+    _library(decoys, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "2"))
+    _library(decoys, "libcudnn.so.9", SHIM, "-ldl")
+    (tmp_path / "main.py").write_text(APP)
+    (tmp_path / "standin.toml").write_text(RECIPE)
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "app"\nbuilder = "pyinstaller"\nscript = "main.py"\n'
+                    '[runtime]\nrecipe = "standin.toml"\n[sources]\n'
+                    f'nvidia = "{(tmp_path / "nvidia").as_posix()}"\n')
+    code, _, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    app = tmp_path / "dist" / "app"
+    done = subprocess.run([str(app / "app")], env={**os.environ, "LD_LIBRARY_PATH": str(decoys)},
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    frozen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert frozen["graph"] == 1 and all(p.startswith(str(app)) for p in frozen["mapped"])
+    code, out, _ = run_cli(capsys, "verify", app)
+    assert code == 0 and "2 files match" in out
+
+
+def test_inspect_reads_a_linux_library(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """inspect tells a .so by its ELF header: machine, NEEDED entries classified as the
+    Linux platform does (bundled beside it, glibc, missing), no signature on Linux."""
+    site = tmp_path / "lib"
+    _library(site, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "1"))
+    shim = _library(site, "libcudnn.so.9", SHIM, "-ldl", "-Wl,--no-as-needed",
+                    f"-L{site}", "-l:libcudnn_graph.so.9")
+    code, out, err = run_cli(capsys, "inspect", shim, "--json")
+    assert code == 0, err
+    [facts] = json.loads(out)["dlls"]
+    assert facts["machine"] == "X86_64" and facts["signature"] is None
+    statuses = {d["name"]: d["status"] for d in facts["dependencies"]}
+    assert statuses["libcudnn_graph.so.9"] == "bundled" and statuses["libc.so.6"] == "system"
+    code, out, _ = run_cli(capsys, "inspect", shim)
+    assert code == 0 and out.startswith(f"{shim}: shared library")

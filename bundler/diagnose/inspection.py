@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from bundler.errors import BundlerError, CheckError
 from bundler.library_imports import is_runtime_library, resolve_import
-from bundler.platforms import SignatureCheck, windows
+from bundler.platforms import Platform, SignatureCheck, all_platforms, windows
 from bundler.recipe import SOURCE_KINDS, Recipe, required_trust, shipped_recipes
 from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
 from bundler.support.text_tables import format_table, human_size
@@ -78,9 +78,11 @@ class InspectReport:
     matches: tuple[RecipeMatch, ...]
 
 
-def classify(name: str, beside: set[str], recipes: tuple[Recipe, ...]) -> tuple[str, str]:
-    """(status, note) of a dependency named `name`; `beside` holds lower-case names."""
-    found = resolve_import(name, beside, recipes)
+def classify(name: str, beside: set[str], recipes: tuple[Recipe, ...],
+             platform: Platform | None = None) -> tuple[str, str]:
+    """(status, note) of a dependency named `name`; `beside` holds names in the
+    platform's name_key form (lower case on Windows)."""
+    found = resolve_import(name, beside, recipes, platform)
     return found.status, found.note
 
 
@@ -102,25 +104,29 @@ def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...], api_vers
 
 
 def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
-              sha256: str = "", member: str = "", shown_path: str = "") -> DllFacts:
-    """Facts about one DLL on disk. `sha256`, when known already, is not recomputed."""
+              sha256: str = "", member: str = "", shown_path: str = "",
+              platform: Platform | None = None) -> DllFacts:
+    """Facts about one library on disk (a DLL unless `platform` says otherwise).
+    `sha256`, when known already, is not recomputed."""
+    platform = platform or windows()
+    recipes = tuple(r for r in recipes if r.platform == platform.name)
     name = PurePosixPath(member).name if member else path.name
     size = path.stat().st_size
     digest = sha256 or sha256_file(path)
     try:
-        info = windows().read_library(path, exports=True)
+        info = platform.read_library(path, exports=True)
     except CheckError as exc:
         return DllFacts(name, shown_path or str(path), member, size, digest, "", 0, "", "",
                         (), (), error=exc.message)
-    dependencies = [Dependency(i, how, *classify(i, beside, recipes))
+    dependencies = [Dependency(i, how, *classify(i, beside, recipes, platform))
                     for how, names in (("static", info.imports), ("delay", info.delay_imports))
                     for i in names]
-    api_version = windows().returned_constant(path, "cudnnGetVersion") \
+    api_version = platform.returned_constant(path, "cudnnGetVersion") \
         if "cudnnGetVersion" in info.exports else None
     for loaded, recipe in runtime_loads(name, info.file_version, recipes, api_version or 0):
-        status, _ = classify(loaded, beside, recipes)
+        status, _ = classify(loaded, beside, recipes, platform)
         dependencies.append(Dependency(loaded, "runtime", status, f"named by recipe {recipe}"))
-    required, signature = judge_signature(path, name, recipes)
+    required, signature = judge_signature(path, name, recipes, platform)
     return DllFacts(name=name, path=shown_path or str(path), member=member, size=size,
                     sha256=digest, machine=info.machine, bits=info.bits,
                     file_version=info.file_version, product_version=info.product_version,
@@ -149,13 +155,17 @@ def bundle_needs(name: str, imports: tuple[str, ...], recipes: tuple[Recipe, ...
     return tuple(rows)
 
 
-def judge_signature(path: Path, name: str, recipes: tuple[Recipe, ...]
-                    ) -> tuple[str, SignatureCheck]:
+def judge_signature(path: Path, name: str, recipes: tuple[Recipe, ...],
+                    platform: Platform | None = None) -> tuple[str, SignatureCheck | None]:
     """(the signer a recipe asks for `name`, or ""; the file's signature judged against
-    that signer, or against any signer reaching a root bundler carries)."""
+    that signer, or against any signer reaching a root bundler carries; None on a
+    platform without code signing)."""
+    platform = platform or windows()
+    if not platform.signature_scheme:
+        return "", None
     trust = required_trust(name, recipes)
     return (trust.signer if trust else "",
-            windows().check_signature(path, trust or windows().any_shipped_signer()))
+            platform.check_signature(path, trust or platform.any_shipped_signer()))
 
 
 def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> InspectReport:
@@ -167,26 +177,30 @@ def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> Inspe
                            "give a DLL, a folder, a zip archive or a wheel")
     if path.suffix.lower() in (".zip", ".whl") or zipfile.is_zipfile(path):
         return _inspect_archive(path, recipes)
-    if windows().is_library_file(path):
-        beside = {p.name.lower() for p in _dlls_in(path.parent, recursive=False)}
-        facts = dll_facts(path, beside, recipes)
+    platform = next((p for p in all_platforms() if p.is_library_file(path)), None)
+    if platform is not None:
+        beside = {platform.name_key(p.name)
+                  for p in _libraries_in(path.parent, platform, recursive=False)}
+        facts = dll_facts(path, beside, recipes, platform=platform)
         if facts.error:
             raise CheckError(facts.error, "inspect a DLL, a folder, a zip archive or a wheel")
         return InspectReport(str(path), "dll", facts.size, "", (), (facts,), ())
-    raise CheckError(f"{path}: not a DLL, a zip archive or a wheel",
-                     "inspect a DLL, a folder, a zip archive or a wheel")
+    raise CheckError(f"{path}: not a DLL, a shared library, a zip archive or a wheel",
+                     "inspect a DLL or .so file, a folder, a zip archive or a wheel")
 
 
-def _dlls_in(folder: Path, recursive: bool) -> list[Path]:
+def _libraries_in(folder: Path, platform: Platform, recursive: bool) -> list[Path]:
     found = folder.rglob("*") if recursive else folder.iterdir()
-    return sorted((p for p in found if p.suffix.lower() == ".dll" and p.is_file()),
+    return sorted((p for p in found if platform.is_library(p.name) and p.is_file()),
                   key=lambda p: p.as_posix().lower())
 
 
 def _inspect_folder(folder: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
-    paths = _dlls_in(folder, recursive=True)
-    beside = {p.name.lower() for p in paths}
-    dlls = tuple(dll_facts(p, beside, recipes) for p in paths)
+    dlls: tuple[DllFacts, ...] = ()
+    for platform in all_platforms():   # a folder of DLLs, of .so files, or of both
+        paths = _libraries_in(folder, platform, recursive=True)
+        beside = {platform.name_key(p.name) for p in paths}
+        dlls += tuple(dll_facts(p, beside, recipes, platform=platform) for p in paths)
     matches = match_recipes("folder", folder.name, "", lambda m: (folder / m).is_file(),
                             recipes)
     return InspectReport(str(folder), "folder", sum(d.size for d in dlls), "", (), dlls,
@@ -281,10 +295,13 @@ def render(report: InspectReport) -> list[str]:
 
 
 def _headline(report: InspectReport) -> str:
-    if report.kind == "dll":
-        return f"{report.path}: DLL"
+    if report.kind == "dll":   # a DLL, or an ELF shared library (the same JSON kind)
+        word = "DLL" if windows().is_library(report.path) else "shared library"
+        return f"{report.path}: {word}"
     if report.kind == "folder":
-        return f"{report.path}: folder, {len(report.dlls)} DLL(s), {human_size(report.size)}"
+        dlls_only = all(windows().is_library(d.name) for d in report.dlls)
+        return (f"{report.path}: folder, {len(report.dlls)} "
+                f"{'DLL(s)' if dlls_only else 'libraries'}, {human_size(report.size)}")
     return (f"{report.path}: {'wheel' if report.kind == 'wheel' else 'zip archive'}, "
             f"{len(report.members)} members, {human_size(report.size)}, "
             f"sha256 {report.sha256}")

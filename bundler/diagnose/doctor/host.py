@@ -182,6 +182,8 @@ def _copy(folder: SearchFolder, entry: os.DirEntry[str], recipes: tuple[Recipe, 
     if error:
         return copy
     required, found = judge_signature(Path(entry.path), entry.name, recipes)
+    if found is None:   # doctor examines a Windows machine: DLLs always have a scheme
+        return copy
     return replace(copy, signature=found.status, signature_text=found.describe(),
                    signature_required=required)
 
