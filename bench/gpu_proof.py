@@ -125,7 +125,7 @@ def libraries(nvidia: Path) -> dict[str, list[Path]]:
 
 def dist_version(site: Path, pattern: str) -> str:
     found = sorted(site.glob(f"{pattern}-*.dist-info"))
-    return found[-1].name.split("-")[1].removesuffix(".dist-info") if found else ""
+    return found[-1].name.removesuffix(".dist-info").split("-")[1] if found else ""
 
 
 def write_recipe(path: Path, nvidia: Path, site: Path) -> dict[str, list[Path]]:
