@@ -28,10 +28,10 @@ __all__ = ["CHANGED", "OK", "UNSIGNED", "DriverTable", "FrameworkEntry", "Librar
 
 # What a signer's trust pins and what a check found (Authenticode's on Windows), and
 # what the binary reader tells of a library (machine, version, imports, exports).
+from bundler.driver_table import CompatFacts as DriverTable
+from bundler.driver_table import FrameworkEntry
 from bundler.library_facts import LibraryFacts, OSFacts
 from bundler.windows.authenticode import CHANGED, OK, UNSIGNED, SignatureCheck, Trust
-from bundler.windows.compat import CompatFacts as DriverTable
-from bundler.windows.compat import FrameworkEntry
 
 
 @dataclass(frozen=True)

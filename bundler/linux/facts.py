@@ -8,9 +8,9 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from bundler.driver_table import CompatFacts, parse_compat
 from bundler.library_facts import OSFacts, parse_os_facts
 from bundler.support.toml_tables import tomllib
-from bundler.windows.compat import CompatFacts, parse_compat
 
 # libcudart.so.13 -> 13: the SONAME's first number is the CUDA major.
 _LIBRARY_NAME = r"^(?:{prefixes})\.so\.(\d+)"
