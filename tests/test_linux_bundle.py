@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bundler.platforms import platform_for
-from bundler.recipe import SourceSpec
+from bundler.recipe import SourceSpec, find_recipe
 from tests.packing import run_cli
 from tests.winenv.paths import PROJECT_ROOT
 from tests.winenv.pins import linux_pins
@@ -226,3 +226,35 @@ def test_inspect_reads_a_linux_library(tmp_path: Path,
     assert statuses["libcudnn_graph.so.9"] == "bundled" and statuses["libc.so.6"] == "system"
     code, out, _ = run_cli(capsys, "inspect", shim)
     assert code == 0 and out.startswith(f"{shim}: shared library")
+
+
+def test_the_shipped_linux_recipe_packs_nvidias_wheels_by_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """recipe = "cudnn-9.19.0.56-cuda13-linux-x64": the wheel is the pinned one (the
+    recipe's pins are pins.toml's), read through RECORD; the bundled libcudnn.so.9
+    answers a bare-name load with the installed cuDNN's folder first on LD_LIBRARY_PATH."""
+    recipe = find_recipe("cudnn-9.19.0.56-cuda13-linux-x64", PROJECT_ROOT)
+    for package, (pin, platform) in linux_pins().items():
+        source = next(s for s in recipe.sources.values() if s.package == package)
+        assert (source.version, source.sha256, source.platform_tag) == (
+            pin.version, pin.sha256, platform)
+    wheel = fetched_once(recipe.sources["cudnn"])
+    installed = tmp_path / "site-packages"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(installed)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text(APP.replace('print(json.dumps({"version": '
+                                                          'cudnn.cudnnGetVersion(), "graph": '
+                                                          'cudnn.cudnnGraphMarker(),',
+                                                          'print(json.dumps({"version": '
+                                                          'cudnn.cudnnGetVersion(),'))
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "app"\npath = "app"\nentry = "main.py"\n[runtime]\n'
+                    'recipe = "cudnn-9.19.0.56-cuda13-linux-x64"\ncomponents = ["core"]\n'
+                    f'[sources]\ncudnn = "{wheel.as_posix()}"\n')
+    code, out, err = run_cli(capsys, "pack", spec, "--json")
+    assert code == 0, err
+    assert json.loads(out)["inputs_trusted"] == {"cudnn": "pinned by sha256"}
+    ran = _run(tmp_path / "dist" / "app" / "main.py", installed / "nvidia" / "cudnn" / "lib")
+    assert ran["version"] == 91900
+    assert ran["mapped"] == [str(tmp_path / "dist" / "app" / "cudnn" / "libcudnn.so.9")]
