@@ -144,11 +144,11 @@ def _keys_asked(load: object) -> set[str]:
 def test_every_spec_and_recipe_key_is_documented() -> None:
     from bundler.pack.spec import load_spec
     from bundler.recipe import load_recipe_file, shipped_recipes
-    from bundler.windows.compat import compat_facts
-    from bundler.windows.facts import windows_facts
+    from bundler.platforms import all_platforms
 
-    compat_facts()  # their own TOML is read once, here, not while recording
-    windows_facts()
+    for platform in all_platforms():   # their own TOML is read once, here, not recorded
+        platform.facts()
+        platform.driver_table()
 
     specs = sorted((ROOT / "examples").rglob("*.spec"))
     specs = [s for s in specs if "[app]" in s.read_text(encoding="utf-8")]
