@@ -143,8 +143,8 @@ def _keys_asked(load: object) -> set[str]:
 
 def test_every_spec_and_recipe_key_is_documented() -> None:
     from bundler.pack.spec import load_spec
-    from bundler.recipe import load_recipe_file, shipped_recipes
     from bundler.platforms import all_platforms
+    from bundler.recipe import load_recipe_file, shipped_recipes
 
     for platform in all_platforms():   # their own TOML is read once, here, not recorded
         platform.facts()
