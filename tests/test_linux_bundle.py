@@ -85,6 +85,15 @@ def _library(folder: Path, name: str, source: str, *flags: str) -> Path:
     return out
 
 
+def _cudnn_pair(site: Path, decoys: Path) -> Path:
+    """The stand-in cuDNN (its graph says 1) in `site`, another (its graph says 2) in
+    `decoys`, which the tests put first on LD_LIBRARY_PATH. Returns `decoys`."""
+    for folder, marker in ((site, "1"), (decoys, "2")):
+        _library(folder, "libcudnn_graph.so.9", GRAPH.replace("MARKER", marker))
+        _library(folder, "libcudnn.so.9", SHIM, "-ldl")
+    return decoys
+
+
 def _run(script: Path, decoys: Path) -> dict:
     env = {**os.environ, "LD_LIBRARY_PATH": str(decoys)}
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
@@ -96,11 +105,7 @@ def _run(script: Path, decoys: Path) -> dict:
 def test_a_linux_bundle_wins_against_ld_library_path(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     site = tmp_path / "site-packages" / "nvidia" / "cudnn" / "lib"
-    _library(site, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "1"))
-    _library(site, "libcudnn.so.9", SHIM, "-ldl")
-    decoys = tmp_path / "decoys"   # another cuDNN, first on LD_LIBRARY_PATH
-    _library(decoys, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "2"))
-    _library(decoys, "libcudnn.so.9", SHIM, "-ldl")
+    decoys = _cudnn_pair(site, tmp_path / "decoys")
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "main.py").write_text(APP)
     (tmp_path / "standin.toml").write_text(RECIPE)
@@ -187,11 +192,7 @@ def test_a_pyinstaller_one_folder_build_on_linux_loads_the_bundle(
     and preloads the bundle from sys._MEIPASS; verify checks it."""
     pytest.importorskip("PyInstaller")
     site = tmp_path / "nvidia" / "cudnn" / "lib"
-    _library(site, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "1"))
-    _library(site, "libcudnn.so.9", SHIM, "-ldl")
-    decoys = tmp_path / "decoys"
-    _library(decoys, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "2"))
-    _library(decoys, "libcudnn.so.9", SHIM, "-ldl")
+    decoys = _cudnn_pair(site, tmp_path / "decoys")
     (tmp_path / "main.py").write_text(APP)
     (tmp_path / "standin.toml").write_text(RECIPE)
     spec = tmp_path / "app.spec"

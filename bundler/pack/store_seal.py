@@ -37,11 +37,8 @@ def store_key(environ: Mapping[str, str]) -> bytes:
     """The key the store's records are sealed with (see the module's text)."""
     given = environ.get(KEY_VARIABLE, "")
     if given:
-        try:
-            key = bytes.fromhex(given)
-        except ValueError:
-            key = b""
-        if len(key) < _KEY_BYTES:
+        key = _key_bytes(given)
+        if not key:
             raise StoreKeyError(f"${KEY_VARIABLE} is not {2 * _KEY_BYTES} or more hex digits",
                                 f"generate one: python3 -c \"import secrets; "
                                 f"print(secrets.token_hex({_KEY_BYTES}))\"")
@@ -71,19 +68,25 @@ def _read_key(path: Path) -> bytes:
     try:
         text = path.read_text(encoding="ascii", errors="replace").strip()
     except FileNotFoundError:
-        raise
+        raise   # the caller makes the key
     except OSError as exc:
         raise StoreKeyError(f"{path}: cannot read the runtime store's key ({exc.strerror})",
                             f"fix its permissions, or set ${KEY_VARIABLE}") from None
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        key = b""
-    if len(key) < _KEY_BYTES:
+    key = _key_bytes(text)
+    if not key:
         raise StoreKeyError(f"{path}: not a runtime store key",
                             "delete it (a new one is made; the store's records are then "
                             "read again from the inputs)")
     return key
+
+
+def _key_bytes(text: str) -> bytes:
+    """The key hex digits spell, or b"" when they are not hex or too few."""
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        return b""
+    return key if len(key) >= _KEY_BYTES else b""
 
 
 def seal(key: bytes, kind: str, name: str, body: object) -> dict[str, object]:
