@@ -46,14 +46,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "beside the spec)")
     p.add_argument("--source", metavar="ID=PATH", action="append", type=_source_override,
                    help="where a recipe source is on this machine (overrides [sources])")
-    p.add_argument("--update-lock", action="store_true",
-                   help="accept inputs that differ from the lock and rewrite it")
+    locking = p.add_mutually_exclusive_group()
+    locking.add_argument("--update-lock", action="store_true",
+                         help="accept inputs that differ from the lock and rewrite it (a "
+                         "change of the spec itself updates the lock without it)")
+    locking.add_argument("--locked", action="store_true",
+                         help="refuse any change to the lock: a spec change, a changed "
+                         "input, or no lock yet (for CI)")
     p.add_argument("--offline", action="store_true",
                    help="never fetch: fail, naming each wheel that is neither given nor "
                    "in the wheel cache")
     p.add_argument("--copy", action="store_true",
                    help="give the bundle its own copies of the runtime files instead of "
                    "hard links into the runtime store (e.g. for a bundle you zip and ship)")
+    p.add_argument("--zip", metavar="PATH", help="also write the finished bundle as a "
+                   "deterministic zip (its top folder is the bundle's; the same inputs give "
+                   "the same bytes)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(run=cmd_pack)
 

@@ -38,7 +38,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
     spec = load_spec(Path(args.spec))
     result = pack(spec, out=Path(args.out) if args.out else None,
                   overrides=dict(args.source or []), update_lock=args.update_lock,
-                  offline=args.offline, copy=args.copy)
+                  offline=args.offline, copy=args.copy, locked=args.locked,
+                  zip_to=Path(args.zip) if args.zip else None)
     for warning in result.warnings:   # on stderr, so --json output stays one document
         _say(f"bundler: warning: {warning}")
     if args.json:
@@ -60,7 +61,8 @@ def _pack_summary(result: PackResult) -> dict:
                                  if e.signature == SIGNATURE_ALLOWED_UNSIGNED],
             "runtime_origin": asdict(result.origin), "inputs_trusted": dict(result.trust),
             "skipped_from_app": [asdict(item) for item in result.skipped],
-            "warnings": list(result.warnings)}
+            "warnings": list(result.warnings), "lock_changes": list(result.lock_changes),
+            "zip": str(result.zip_path) if result.zip_path else None}
 
 
 _SKIPPED_SHOWN = 20   # lines naming what was not copied; --json names every one
@@ -85,7 +87,10 @@ def _print_pack(result: PackResult) -> None:
     print(f"  runtime: {_origin_text(result)}")
     for sid, trust in result.trust.items():
         print(f"  input {sid}: {trust}")
-    print(f"  lock: {result.lock_path}")
+    changed = f" (updated: {'; '.join(result.lock_changes)})" if result.lock_changes else ""
+    print(f"  lock: {result.lock_path}{changed}")
+    if result.zip_path:
+        print(f"  zip: {result.zip_path}")
     for item in result.skipped[:_SKIPPED_SHOWN]:   # what of the app the bundle lacks
         print(f"  not copied from the app folder: {item.path} ({item.why})")
     if len(result.skipped) > _SKIPPED_SHOWN:

@@ -1,5 +1,9 @@
 """The lock file's format (`app.spec.lock`): read by the packer (pack/lock.py checks new
-inputs against it) and by `bundler verify --lock` (a bundle against it)."""
+inputs against it) and by `bundler verify --lock` (a bundle against it).
+
+Format 2 adds what the lock was made from (the spec's tables, the components), so a
+later pack can tell a spec change (the lock follows it) from a changed input (refused).
+A format-1 lock is still read: it lacks that record, so it is treated as before."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from pathlib import Path
 from bundler.errors import LockError
 from bundler.support.json_files import json_bytes, read_json
 
-LOCK_FORMAT = 1
+LOCK_FORMAT = 2
+READ_FORMATS = (1, 2)   # a format-1 lock (no spec record) is read and upgraded by a pack
 MAX_LOCK_BYTES = 16 << 20   # a lock pins tens of files; anything this large is not one
 _DAMAGED_HINT = "delete it and pack again, or pass --update-lock"
 
@@ -20,9 +25,14 @@ class Lock:
     sources: dict[str, dict[str, str]]
     files: dict[str, str]
     format: int = LOCK_FORMAT
+    # Format 2: the spec's tables as the pack read them, and the components it packed;
+    # None in a format-1 lock, which did not record them.
+    spec: dict[str, dict] | None = None
+    components: list[str] | None = None
 
     def to_bytes(self) -> bytes:
-        return json_bytes(asdict(self))
+        return json_bytes({key: value for key, value in asdict(self).items()
+                           if value is not None})
 
 
 def read_lock(path: Path) -> Lock | None:
@@ -30,17 +40,30 @@ def read_lock(path: Path) -> Lock | None:
         return None
     data = read_json(path, MAX_LOCK_BYTES, LockError, _DAMAGED_HINT, "not a valid lock file")
     try:
-        if data.get("format", LOCK_FORMAT) != LOCK_FORMAT:
-            raise LockError(f"{path}: lock format {data.get('format')!r} is not one this "
-                            f"bundler reads ({LOCK_FORMAT})", "upgrade bundler, or pack "
-                            "with --update-lock to rewrite the lock")
+        found = data.get("format", 1)
+        if found not in READ_FORMATS:
+            raise LockError(f"{path}: lock format {found!r} is not one this bundler reads "
+                            f"({', '.join(map(str, READ_FORMATS))})", "upgrade bundler, or "
+                            "pack with --update-lock to rewrite the lock")
+        # Without the record (format 1) a pack treats every difference as before.
         lock = Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
-                    format=data.get("format", LOCK_FORMAT))
-        if not all(isinstance(part, dict) for part in (lock.recipe, lock.sources, lock.files)):
-            raise TypeError("recipe, sources and files must be tables")
-        # Each source's pins are read with .get (reuse, lock comparison): a table too.
-        if not all(isinstance(pins, dict) for pins in lock.sources.values()):
-            raise TypeError("each source must be a table")
+                    format=found, spec=data.get("spec"), components=data.get("components"))
+        _check_shapes(lock)
         return lock
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise LockError(f"{path}: not a valid lock file ({exc})", _DAMAGED_HINT) from None
+
+
+def _check_shapes(lock: Lock) -> None:
+    """Everything the readers use with .get or as a list is what it must be (the lock
+    comparison, reuse and verify read it without further checks)."""
+    if not all(isinstance(part, dict) for part in (lock.recipe, lock.sources, lock.files)):
+        raise TypeError("recipe, sources and files must be tables")
+    if not all(isinstance(pins, dict) for pins in lock.sources.values()):
+        raise TypeError("each source must be a table")
+    if lock.spec is not None and not (isinstance(lock.spec, dict) and all(
+            isinstance(table, dict) for table in lock.spec.values())):
+        raise TypeError("spec must be a table of the spec's tables")
+    if lock.components is not None and not (isinstance(lock.components, list) and all(
+            isinstance(name, str) for name in lock.components)):
+        raise TypeError("components must be a list of names")

@@ -21,11 +21,11 @@ def test_lock_names_what_changed(tmp_path: Path) -> None:
     old = Lock(recipe={"name": "r", "sha256": "1"}, sources={"cudnn": {"sha256": "a"}},
                files={"cudnn/x.dll": "1", "cudnn/y.dll": "2"})
     path.write_bytes(old.to_bytes())
-    check_lock(path, old, update=False)  # same inputs: fine
+    check_lock(path, old, "follow")  # same inputs: fine
     new = Lock(recipe=old.recipe, sources={"cudnn": {"sha256": "b"}},
                files={"cudnn/x.dll": "9", "cudnn/z.dll": "3"})
     with pytest.raises(LockError) as caught:
-        check_lock(path, new, update=False)
+        check_lock(path, new, "follow")
     message = caught.value.message
     for expected in ("source cudnn changed", "file cudnn/x.dll changed",
                      "file cudnn/y.dll removed", "file cudnn/z.dll added"):
@@ -40,9 +40,9 @@ def test_a_damaged_lock_is_named_and_mended_by_update(tmp_path: Path, damage: st
     path.write_text(damage)
     new = Lock(recipe={"name": "r", "sha256": "1"}, sources={}, files={})
     with pytest.raises(LockError, match="not a valid lock file") as caught:
-        check_lock(path, new, update=False)
+        check_lock(path, new, "follow")
     assert "--update-lock" in caught.value.hint
-    check_lock(path, new, update=True)  # --update-lock does not need to read it
+    check_lock(path, new, "update")  # --update-lock does not need to read it
 
 
 def test_injection_goes_after_docstring_and_future_imports(tmp_path: Path) -> None:

@@ -1,16 +1,36 @@
-"""The lock (`app.spec.lock`): pins the recipe, each source and each file by sha256.
+"""The lock (`app.spec.lock`): pins the recipe, each source and each file by sha256, and
+records what of the spec it was made from.
 
-A later pack whose inputs differ fails with what changed, unless --update-lock.
+The conventions of cargo and uv: when the spec changes, the lock follows it and the
+pack says what changed; an input that changed under an unchanged spec is refused
+(unless --update-lock); --locked refuses any change at all (for CI).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from bundler.errors import LockError
 from bundler.lockfile import LOCK_FORMAT, Lock, read_lock
 
-__all__ = ["LOCK_FORMAT", "Lock", "check_lock", "differences", "read_lock"]
+__all__ = ["LOCK_FORMAT", "Lock", "LockPolicy", "Settled", "check_lock", "differences",
+           "read_lock", "spec_changes"]
+
+# follow: the lock follows the spec; update: --update-lock; locked: --locked.
+LockPolicy = Literal["follow", "update", "locked"]
+_SHOWN = 6   # changes named in one message, then how many more
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What the pack writes as the lock, and what changed in it (said to the user)."""
+
+    data: bytes
+    changes: tuple[str, ...] = ()
+
 
 def differences(old: Lock, new: Lock) -> list[str]:
     changes = []
@@ -18,9 +38,31 @@ def differences(old: Lock, new: Lock) -> list[str]:
         changes.append(f"recipe {old.recipe.get('name')} -> {new.recipe.get('name')}"
                        if old.recipe.get("name") != new.recipe.get("name")
                        else f"recipe {new.recipe.get('name')} file changed")
+    if old.components is not None and new.components is not None:
+        changes += [f"component {name} removed" for name in old.components
+                    if name not in new.components]
+        changes += [f"component {name} added" for name in new.components
+                    if name not in old.components]
     changes += _dict_changes("source", old.sources, new.sources)
     changes += _dict_changes("file", old.files, new.files)
     return changes
+
+
+def spec_changes(old: Lock, new: Lock) -> list[str]:
+    """The spec keys that differ from those the old lock was made from ([] for a
+    format-1 lock, which did not record them)."""
+    if old.spec is None or new.spec is None:
+        return []
+    old_keys, new_keys = _dotted(old.spec), _dotted(new.spec)
+    return [f"spec {key} " + ("added" if key not in old_keys else "removed"
+                              if key not in new_keys else "changed")
+            for key in sorted(set(old_keys) | set(new_keys))
+            if old_keys.get(key) != new_keys.get(key)]
+
+
+def _dotted(tables: Mapping[str, Mapping]) -> dict[str, object]:
+    return {f"{name}.{key}": value for name, table in tables.items()
+            for key, value in table.items()}
 
 
 def _dict_changes(what: str, old: dict, new: dict) -> list[str]:
@@ -31,16 +73,70 @@ def _dict_changes(what: str, old: dict, new: dict) -> list[str]:
     return changes
 
 
-def check_lock(path: Path, new: Lock, update: bool) -> None:
-    """Refuse inputs that differ from the lock, unless the user asked to update it."""
-    if update:
-        return  # also mends a lock that is damaged beyond reading
+def check_lock(path: Path, new: Lock, policy: LockPolicy,
+               file_sources: Mapping[str, str] | None = None) -> Settled:
+    """The lock to write, or a LockError. `file_sources`: each new file's source id, to
+    tell a file whose input changed from one the spec change brought."""
+    if policy == "update":   # also mends a lock that is damaged beyond reading
+        return Settled(new.to_bytes(), _updated(path, new))
     old = read_lock(path)
     if old is None:
-        return
-    changes = differences(old, new)
-    if changes:
-        shown = "; ".join(changes[:6]) + (f"; and {len(changes) - 6} more"
-                                          if len(changes) > 6 else "")
-        raise LockError(f"{path}: the inputs differ from the lock: {shown}",
+        if policy == "locked":
+            raise LockError(f"{path}: no lock yet, and --locked forbids writing one",
+                            "pack once without --locked and commit the lock it writes")
+        return Settled(new.to_bytes())
+    changes, by_spec = differences(old, new), spec_changes(old, new)
+    if policy == "locked":
+        if changes or by_spec:
+            raise LockError(f"{path}: --locked, but the lock would change: "
+                            f"{_listed(by_spec + changes)}",
+                            "pack without --locked to update the lock, and commit it")
+        return Settled(path.read_bytes())   # left byte for byte, even a format-1 lock
+    refused = _input_changes(old, new, file_sources or {}) if by_spec else changes
+    if refused:
+        raise LockError(f"{path}: the inputs differ from the lock: {_listed(refused)}",
                         "if the change is intended, pack again with --update-lock")
+    upgraded = [f"format {old.format} -> {new.format}"] if old.format != new.format else []
+    return Settled(new.to_bytes(), _summary(by_spec + changes + upgraded))
+
+
+def _updated(path: Path, new: Lock) -> tuple[str, ...]:
+    try:
+        old = read_lock(path)
+    except LockError:
+        return ("a damaged lock replaced",)
+    return _summary(differences(old, new) + spec_changes(old, new)) if old else ()
+
+
+def _summary(changes: list[str]) -> tuple[str, ...]:
+    """The changes with files counted, not listed: a new recipe changes every file."""
+    kept = [change for change in changes if not change.startswith("file ")]
+    for verb in ("changed", "added", "removed"):
+        count = sum(1 for c in changes if c.startswith("file ") and c.endswith(f" {verb}"))
+        kept += [f"{count} file(s) {verb}"] if count else []
+    return tuple(kept)
+
+
+def _input_changes(old: Lock, new: Lock, file_sources: Mapping[str, str]) -> list[str]:
+    """Under a changed spec, what the spec change does not explain: the same recipe's
+    file edited under the same spec value, or a file of a source the spec still gives
+    the same way whose contents changed."""
+    if old.recipe.get("name") != new.recipe.get("name"):
+        return []   # another recipe: other inputs, other files
+    old_spec, new_spec = old.spec or {}, new.spec or {}
+    changes = []
+    if old.recipe != new.recipe and (old_spec.get("runtime", {}).get("recipe")
+                                     == new_spec.get("runtime", {}).get("recipe")):
+        changes.append(f"recipe {new.recipe.get('name')} file changed")
+    old_given, new_given = old_spec.get("sources", {}), new_spec.get("sources", {})
+    for relpath in sorted(set(old.files) & set(new.files)):
+        source = file_sources.get(relpath, "")
+        if old.files[relpath] != new.files[relpath] and (
+                old_given.get(source) == new_given.get(source)):
+            changes.append(f"file {relpath} changed (source {source})")
+    return changes
+
+
+def _listed(changes: list[str]) -> str:
+    more = len(changes) - _SHOWN
+    return "; ".join(changes[:_SHOWN]) + (f"; and {more} more" if more > 0 else "")

@@ -20,7 +20,7 @@ from bundler.pack.app_scan import Need, scan_app
 from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import Skipped
 from bundler.pack.emit import build_manifest
-from bundler.pack.lock import Lock, check_lock, read_lock
+from bundler.pack.lock import Lock, LockPolicy, check_lock, read_lock
 from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
 from bundler.pack.resolve import ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
@@ -30,6 +30,7 @@ from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
 from bundler.pack.store import Store, StoreError, open_store
 from bundler.pack.store_upkeep import size_cap, trim
+from bundler.pack.zip_output import PendingZip, check_zip_path, write_zip
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
 
 
@@ -57,14 +58,20 @@ class PackResult:
     skipped: tuple[Skipped, ...] = ()
     # what went wrong on the side without failing the pack (the store is a cache)
     warnings: tuple[str, ...] = ()
+    # what changed in the lock (a spec change it followed, --update-lock), if anything
+    lock_changes: tuple[str, ...] = ()
+    zip_path: Path | None = None   # --zip: the bundle as one deterministic zip
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
          update_lock: bool = False, environ: Mapping[str, str] | None = None,
-         offline: bool = False, copy: bool = False) -> PackResult:
+         offline: bool = False, copy: bool = False, locked: bool = False,
+         zip_to: Path | None = None) -> PackResult:
     """`copy`: the bundle's runtime files are its own copies, never links into the
-    store or the previous bundle (for a bundle that will be zipped and shipped)."""
+    store or the previous bundle. `locked`: refuse any change to the lock (CI).
+    `zip_to`: also write the bundle as a deterministic zip there."""
     environ = os.environ if environ is None else environ
+    policy = _lock_policy(update_lock, locked)
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     inputs = {sid: path for sid in given if (path := given_path(sid, given, spec.folder))}
@@ -72,6 +79,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     recipe.select(list(spec.components) + list(spec.scan.components))  # names them early
     target = output_folder(out or spec.default_out())
     refuse_unsafe_target(target, _protected(spec))
+    zip_path = check_zip_path(zip_to, target) if zip_to else None
+    zipped: PendingZip | None = None
     build = BUILDERS[spec.builder]
     warnings: list[str] = []
     store = _store_or_none(environ, warnings)
@@ -104,11 +113,16 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                                       spec.require_driver)
             write_manifest(runtime_dir / MANIFEST_NAME, manifest)
             identities = _identities(sources, staged, reuse.identities)
-            lock = _lock(recipe, sources, staged, identities)
-            check_lock(spec.lock_path, lock, update_lock)
+            lock = _lock(spec, recipe, selection, sources, staged, identities)
+            settled = check_lock(spec.lock_path, lock, policy,
+                                 {item.relpath: item.file.source for item in staged})
             if store is not None:
                 _fill_or_warn(store, sources, staged, identities, copy, environ, warnings)
-            staging.replace_with_bundle(spec.lock_path, lock.to_bytes())
+            staging.replace_with_bundle(spec.lock_path, settled.data)
+            if zip_path is not None:   # the staged bundle is the one swapped in next
+                zipped = write_zip(staging.folder, target.name, zip_path)
+        if zipped is not None:
+            zipped.publish()
         if store is not None:
             try:   # the bundle and lock are in place: a failing cache must not say otherwise
                 store.register_lock(spec.lock_path, recipe.name)
@@ -116,6 +130,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                 warnings.append(_store_trouble(store, "keep a note of this lock", exc))
     finally:
         close_all(sources)
+        if zipped is not None:
+            zipped.discard()   # a zip not published (the swap failed) is removed
     ways = Counter(reuse.origin.get(item.file.source, "read") for item in staged)
     origin = RuntimeOrigin(files=dict(ways), linked=reuse.linked, copied=reuse.copied)
     unchecked = made.resolved.unchecked
@@ -123,7 +139,16 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
              for sid in sorted(sources)}
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
                       reasons=selection.reasons, trust=trust, skipped=built.skipped,
-                      warnings=tuple(warnings))
+                      warnings=tuple(warnings), lock_changes=settled.changes,
+                      zip_path=zip_path)
+
+
+def _lock_policy(update_lock: bool, locked: bool) -> LockPolicy:
+    if update_lock and locked:
+        raise BundlerError("--locked and --update-lock contradict each other: one refuses "
+                           "any change to the lock, the other accepts changed inputs",
+                           "give one of them (--locked in CI)")
+    return "update" if update_lock else "locked" if locked else "follow"
 
 
 def _store_or_none(environ: Mapping[str, str], warnings: list[str]) -> Store | None:
@@ -232,10 +257,11 @@ def _identities(sources: Mapping[str, Source], staged: list[StagedFile],
             for sid, source in sources.items()}
 
 
-def _lock(recipe: Recipe, sources: Mapping[str, Source], staged: list[StagedFile],
-          identities: Mapping[str, str]) -> Lock:
+def _lock(spec: Spec, recipe: Recipe, selection: Selection, sources: Mapping[str, Source],
+          staged: list[StagedFile], identities: Mapping[str, str]) -> Lock:
     return Lock(
         recipe={"name": recipe.name, "sha256": recipe.sha256},
         sources={sid: {"kind": s.spec.kind, "sha256": identities[sid]}
                  for sid, s in sorted(sources.items())},
-        files={item.relpath: item.sha256 for item in staged})
+        files={item.relpath: item.sha256 for item in staged},
+        spec=spec.tables, components=[c.name for c in selection.components])

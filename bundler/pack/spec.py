@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -50,6 +51,9 @@ class Spec:
     scan: ScanSettings = field(default_factory=lambda: ScanSettings())
     # File-name globs of runtime files accepted without the signature the recipe asks.
     allow_unsigned: list[str] = field(default_factory=list)
+    # The spec's tables as read (every key the user wrote): the lock records them, so a
+    # later pack tells a spec change from a changed input (pack/lock.py).
+    tables: dict[str, dict] = field(default_factory=dict, compare=False)
 
     @property
     def folder(self) -> Path:
@@ -65,8 +69,9 @@ class Spec:
 
 def load_spec(path: Path) -> Spec:
     path = path.resolve()
-    top = Table(load_toml(path, SpecError, "spec"), path, "", SpecError,
-                "docs/spec-format.md")
+    data = load_toml(path, SpecError, "spec")
+    tables = copy.deepcopy(data)   # Table takes each key out of the data it reads
+    top = Table(data, path, "", SpecError, "docs/spec-format.md")
     app, runtime = top.table("app"), top.table("runtime")
     sources = top.table("sources", required=False)
     source_paths = {sid: sources.take(sid, str) for sid in sources.names()}
@@ -88,6 +93,7 @@ def load_spec(path: Path) -> Spec:
         sources=source_paths,
         scan=scan,
         allow_unsigned=_globs(runtime, "allow_unsigned"),
+        tables=tables,
     )
     app.done()
     runtime.done()

@@ -1,0 +1,129 @@
+"""`bundler pack --zip PATH`: the bundle as one deterministic zip to hand over.
+
+The same bundle gives the same bytes: members sorted by path, every timestamp
+1980-01-01 00:00, Unix permissions fixed (0644, 0755 for folders and files the build
+made executable), no extra fields, Deflate at one fixed level. The zip is written to a
+temporary file beside PATH while the new bundle is still staged, and renamed to PATH
+only once the bundle and the lock are in place: a failure leaves no half zip, and a
+zip never describes a bundle that was not swapped in.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler.errors import RefusedError
+from bundler.support.progress import byte_progress
+
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip can hold
+DEFLATE_LEVEL = 6
+_CHUNK = 1 << 20
+_UNIX = 3   # "made by" Unix: unzip tools then apply the permissions below
+# A member's own Deflate level: public from Python 3.13, private before.
+_LEVEL_ATTRIBUTE = ("compress_level" if hasattr(zipfile.ZipInfo, "compress_level")
+                    else "_compresslevel")
+
+
+@dataclass(frozen=True)
+class PendingZip:
+    """A complete zip in a temporary file, waiting for the bundle's swap."""
+
+    temporary: Path
+    final: Path
+
+    def publish(self) -> None:
+        try:
+            os.replace(self.temporary, self.final)
+        except OSError as exc:
+            self.discard()
+            raise RefusedError(f"{self.final}: cannot be replaced ({exc.strerror or exc}); "
+                               "the new bundle and lock are in place, the zip is not",
+                               "close what holds the zip open, or choose another --zip path, "
+                               "and pack again") from None
+
+    def discard(self) -> None:
+        self.temporary.unlink(missing_ok=True)
+
+
+def check_zip_path(path: Path, target: Path) -> Path:
+    """Where the zip goes, refused early if it cannot be written there."""
+    path = path.resolve()
+    target = target.resolve()
+    if path == target or target in path.parents:
+        raise RefusedError(f"{path}: the zip would be inside the bundle it holds",
+                           "write the zip beside the bundle, e.g. --zip dist/app.zip")
+    if path.is_dir():
+        raise RefusedError(f"{path}: is a folder, not a zip file name",
+                           f"name the file, e.g. --zip {path / (target.name + '.zip')}")
+    return path
+
+
+def write_zip(bundle: Path, top: str, path: Path) -> PendingZip:
+    """Zip every file below `bundle` under the folder `top` into a temporary file
+    beside `path`; removed again on any failure."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial",
+                                    dir=path.parent)
+    pending = PendingZip(Path(name), path)
+    try:
+        with os.fdopen(handle, "wb") as raw, zipfile.ZipFile(raw, "w") as archive:
+            _add_all(archive, bundle, top)
+        os.chmod(pending.temporary, 0o644)   # mkstemp's 0600 is for secrets, not a zip
+    except BaseException as exc:
+        pending.discard()
+        if isinstance(exc, OSError):
+            raise RefusedError(f"{path}: the zip could not be written "
+                               f"({exc.strerror or exc}); the previous bundle, lock and zip "
+                               "were kept", "free some space or choose another --zip path"
+                               ) from None
+        raise
+    return pending
+
+
+def _add_all(archive: zipfile.ZipFile, bundle: Path, top: str) -> None:
+    entries = _entries(bundle)
+    total = sum(size for _, _, size in entries)
+    with byte_progress(total, f"zipping {top}") as progress:
+        archive.writestr(_info(f"{top}/", is_dir=True, executable=True), b"")
+        for path, relpath, size in entries:
+            if path.is_dir():
+                archive.writestr(_info(f"{top}/{relpath}/", is_dir=True, executable=True),
+                                 b"")
+                continue
+            info = _info(f"{top}/{relpath}", is_dir=False,
+                         executable=bool(path.stat().st_mode & stat.S_IXUSR))
+            info.file_size = size   # decides zip64 up front, as a known size does
+            with open(path, "rb") as source, archive.open(info, "w") as member:
+                while chunk := source.read(_CHUNK):
+                    member.write(chunk)
+                    progress.update(len(chunk))
+
+
+def _entries(bundle: Path) -> list[tuple[Path, str, int]]:
+    """(path, relative path, size) of each folder and file, sorted by relative path.
+    Links are followed: a hard or symbolic link into the runtime store zips as the file
+    it names."""
+    found = []
+    for path in bundle.rglob("*"):
+        relpath = path.relative_to(bundle).as_posix()
+        if path.is_dir():
+            found.append((path, relpath, 0))
+        elif path.is_file():
+            found.append((path, relpath, path.stat().st_size))
+    return sorted(found, key=lambda entry: entry[1])
+
+
+def _info(name: str, is_dir: bool, executable: bool) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
+    info.create_system = _UNIX
+    mode = (stat.S_IFDIR if is_dir else stat.S_IFREG) | (0o755 if executable else 0o644)
+    info.external_attr = (mode << 16) | (0x10 if is_dir else 0)   # 0x10: MS-DOS folder
+    if not is_dir:
+        info.compress_type = zipfile.ZIP_DEFLATED
+        setattr(info, _LEVEL_ATTRIBUTE, DEFLATE_LEVEL)
+    return info
