@@ -1,13 +1,15 @@
-"""Break the bootstrap and doctor one mechanism at a time; see which tests notice.
+"""Break the bootstrap, doctor, the lock and --zip one mechanism at a time; see which
+tests notice.
 
     python3 -m tests.mutants            # every mutant
     python3 -m tests.mutants flags0     # one, by name
 
-Each mutant is one textual change (README, "What the bootstrap does, and why", and
-the doctor findings). It is applied to a copy of this checkout (the repository is
-never changed), the tests that cover it run there with `-x`, and the mutant is
-reported killed (a test failed) or survived (every test passed). Exit 1 if any
-survived. Needs the Wine harness (tests/setup.sh); about a minute per mutant.
+Each mutant is one textual change (README, "What the bootstrap does, and why", the
+doctor findings, docs/formats.md's lock rules, the zip's determinism). It is applied
+to a copy of this checkout (the repository is never changed), the tests that cover it
+run there with `-x`, and the mutant is reported killed (a test failed) or survived
+(every test passed). Exit 1 if any survived. Needs the Wine harness (tests/setup.sh);
+about a minute per bootstrap mutant, seconds for the lock and zip ones.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ BOOTSTRAP_TESTS = ("tests/test_bootstrap_mechanisms.py", "tests/test_pack_window
                    "tests/test_doctor_wine.py")
 DOCTOR_TESTS = ("tests/test_bootstrap_mechanisms.py", "tests/test_doctor_wine.py",
                 "tests/test_doctor_logic.py")
+LOCK = "bundler/pack/lock.py"
+ZIP = "bundler/pack/zip_output.py"
+LOCK_TESTS = ("tests/test_lock_conventions.py",)
+ZIP_TESTS = ("tests/test_zip_output.py",)
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,27 @@ MUTANTS = (
     Mutant("no-system32-check", "doctor: the System32/VC++ presence check is off",
            BUNDLE_CHECKS, 'if dep.status == "system" and system and not '
            "_system_dll_present(dep.name, system):", "if False:", DOCTOR_TESTS),
+    Mutant("lock-ignores-the-spec", "a spec change is refused like a changed input", LOCK,
+           "refused = _input_changes(old, new, file_sources or {}) if by_spec else changes",
+           "refused = changes", LOCK_TESTS),
+    Mutant("lock-trusts-a-spec-change", "a spec change lets any changed input through",
+           LOCK, 'if old.recipe.get("name") != new.recipe.get("name"):\n        return []',
+           "if True:\n        return []", LOCK_TESTS),
+    Mutant("locked-lets-changes-by", "--locked packs whatever changed", LOCK,
+           "        if changes or by_spec:\n", "        if False:\n", LOCK_TESTS),
+    Mutant("no-format-1", "a format-1 lock is refused", "bundler/lockfile.py",
+           "READ_FORMATS = (1, 2)", "READ_FORMATS = (2,)", LOCK_TESTS),
+    Mutant("zip-of-this-moment", "zip members carry the current time", ZIP,
+           "date_time=ZIP_EPOCH)", "date_time=__import__('time').localtime()[:6])",
+           ZIP_TESTS),
+    Mutant("zip-in-walk-order", "zip members in the order the folder lists them", ZIP,
+           "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
+    Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
+           "bundler/pack/pipeline.py",
+           "zipped = write_zip(staging.folder, target.name, zip_path)\n"
+           "        if zipped is not None:\n            zipped.publish()\n",
+           "zipped = write_zip(staging.folder, target.name, zip_path)\n"
+           "                zipped.publish()\n", ZIP_TESTS),
 )
 
 
