@@ -18,7 +18,7 @@ from bundler.manifest import MANIFEST_NAME, Manifest, write_manifest
 from bundler.pack.app_needs import Selection, select_for_app
 from bundler.pack.app_scan import Need, scan_app
 from bundler.pack.builders import BUILDERS
-from bundler.pack.builders.base import Skipped
+from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.emit import build_manifest
 from bundler.pack.lock import Lock, LockPolicy, check_lock, read_lock
 from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
@@ -99,7 +99,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
         with staged_output(target, [spec.lock_path]) as staging:
             # Read under the pack locks, after any interrupted swap was completed.
             previous = previous_bundle(target, _old_lock(spec.lock_path))
-            built = build(spec, recipe, staging.folder, target)
+            built = build(spec, recipe, staging.folder, target,
+                          BuildOptions(environ, offline))
             app_root, bootstrap = built.root, built.bootstrap
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)

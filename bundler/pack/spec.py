@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from bundler.errors import SpecError
 from bundler.manifest import MAX_RUNTIME_DIR_DEPTH
 from bundler.pack.builders import BUILDERS
+from bundler.pack.builders.embedded_python import check_embedded_keys
 from bundler.pack.emit import BOOTSTRAP_NAME
 from bundler.support.paths import (
     WINDOWS_NAME_HINT,
@@ -48,6 +49,8 @@ class Spec:
     require_driver: bool
     sources: dict[str, str] = field(default_factory=dict)
     onefile: bool = False
+    python: str = ""                    # embedded-python: the CPython version ("3.11")
+    requirements: Path | None = None    # embedded-python: a pip requirements file
     scan: ScanSettings = field(default_factory=lambda: ScanSettings())
     # File-name globs of runtime files accepted without the signature the recipe asks.
     allow_unsigned: list[str] = field(default_factory=list)
@@ -86,6 +89,8 @@ def load_spec(path: Path) -> Spec:
         script=_input(app, "script", path.parent),
         pyinstaller_spec=_input(app, "pyinstaller_spec", path.parent),
         onefile=app.take("onefile", bool, False),
+        python=app.take("python", str, ""),
+        requirements=_input(app, "requirements", path.parent),
         recipe=runtime.take("recipe", str),
         components=runtime.take_str_list("components", []),
         runtime_dir=_runtime_dir(runtime),
@@ -188,13 +193,19 @@ def _runtime_dir(runtime: Table) -> str:
 
 def _check_builder_keys(spec: Spec) -> None:
     where = spec.path
-    if spec.builder == "folder":
+    if spec.builder != "embedded-python" and (spec.python or spec.requirements):
+        raise SpecError(f"{where}: app.python/requirements need builder = "
+                        '"embedded-python"', 'set builder = "embedded-python" or remove them')
+    if spec.builder in ("folder", "embedded-python"):
         if spec.app_path is None:
-            raise SpecError(f"{where}: app.path is required with builder = \"folder\"",
+            raise SpecError(f"{where}: app.path is required with builder = "
+                            f"\"{spec.builder}\"",
                             'add path = "app" (the folder to ship, relative to the spec)')
         if spec.script or spec.pyinstaller_spec or spec.onefile:
             raise SpecError(f"{where}: app.script/pyinstaller_spec/onefile need builder = "
                             '"pyinstaller"', 'set builder = "pyinstaller" or remove them')
+        if spec.builder == "embedded-python":
+            check_embedded_keys(spec)
         return
     if spec.entry:  # it would be silently ignored: say so
         raise SpecError(f"{where}: app.entry is for builder = \"folder\"; a PyInstaller app "

