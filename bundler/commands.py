@@ -258,10 +258,12 @@ def cmd_recipes(args: argparse.Namespace) -> int:
     for recipe in recipes:
         print(f"{recipe.name:40} cuDNN {recipe.cudnn:10} CUDA {recipe.cuda:6} "
               f"{recipe.platform}")
-    print("\nand every release of the catalogue, by name (cudnn-<version>-cuda<CUDA>-win-x64):")
-    for major, count, first, last in family_counts():
-        print(f"  cudnn{major}-win-x64: {count} releases, {first} ... {last}")
-    print("list a family or a series with: bundler recipes cudnn9 | bundler recipes 9.1")
+    print("\nand every release of the catalogue, by name "
+          "(cudnn-<version>-cuda<CUDA>-win-x64 or -linux-x64):")
+    for family, count, first, last in family_counts():
+        print(f"  {family}: {count} releases, {first} ... {last}")
+    print("list a family or a series with: bundler recipes cudnn9 | bundler recipes 9.1 | "
+          "bundler recipes cudnn9-linux-x64")
     return EXIT_OK
 
 

@@ -24,7 +24,7 @@ from bundler.errors import RecipeError
 
 __all__ = ["CHANGED", "OK", "UNSIGNED", "DriverTable", "FrameworkEntry", "LibraryFacts",
            "Platform", "SignatureCheck", "Trust", "all_platforms", "known_platforms",
-           "platform_for", "windows"]
+           "platform_for", "platform_for_release", "platform_for_wheel_tag", "windows"]
 
 # What a signer's trust pins and what a check found (Authenticode's on Windows), and
 # what the binary reader tells of a library (machine, version, imports, exports).
@@ -57,6 +57,14 @@ class Platform:
     check_signature: Callable[[Path, Trust], SignatureCheck]
     shipped_roots: Callable[[], tuple[str, ...]]    # every root a shipped recipe pins
     any_shipped_signer: Callable[[], Trust]         # any signer the shipped recipes name
+    # How releases and wheels name the platform, and how a CUDA library is named on it:
+    # the release catalogue and the recipe families share one body of data across
+    # platforms and ask these for the names (cudnn_graph64_9.dll / libcudnn_graph.so.9).
+    release_suffix: str       # a release name's tail: "win-x64" (cudnn-9.1.0.70-cuda12-win-x64)
+    label: str                # what a recipe's description says: "Windows x64"
+    wheel_tags: str           # a regular expression matching its wheels' platform tags
+    library_stem: Callable[[str], str]         # cudnn_graph64_9.dll -> cudnn_graph ("" if none)
+    library_file: Callable[[str, str], str]    # (cudnn_graph, 9) -> the file's name
 
     def name_key(self, name: str) -> str:
         """The form two library names are compared in (the same file when equal)."""
@@ -93,6 +101,16 @@ def platform_for(name: str, where: object = "") -> Platform:
         raise RecipeError(f"{prefix}platform {name!r} is not one bundler knows",
                           f"use one of: {', '.join(sorted(_known()))}")
     return found
+
+
+def platform_for_release(suffix: str) -> Platform | None:
+    """The platform of a release name's tail ("win-x64", "linux-x64"); None if none."""
+    return next((p for p in _known().values() if p.release_suffix == suffix), None)
+
+
+def platform_for_wheel_tag(tag: str) -> Platform | None:
+    """The platform whose wheels carry this platform tag ("manylinux_2_27_x86_64")."""
+    return next((p for p in _known().values() if re.fullmatch(p.wheel_tags, tag)), None)
 
 
 def known_platforms() -> tuple[str, ...]:

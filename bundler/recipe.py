@@ -25,6 +25,7 @@ from bundler.releases.render import (
     default_channel,
     release_for,
     render,
+    rendered_from,
 )
 from bundler.releases.runtime_inputs import overrides as runtime_overrides
 from bundler.support.paths import is_bare_file_name
@@ -225,21 +226,22 @@ def find_recipe(name_or_path: str, relative_to: Path,
         known = ", ".join(r.name for r in shipped_recipes())
         raise RecipeError(f"no shipped recipe is named '{name_or_path}'",
                           f"use one of: {known}, a catalogue release "
-                          "(cudnn-<version>-cuda<major>-win-x64: bundler recipes), or a "
+                          "(cudnn-<version>-cuda<major>-win-x64 or -linux-x64: bundler "
+                          "recipes), or a "
                           "path to a recipe file")
     cudnn_input = inputs.get(CUDNN_SOURCE)
     channel = (channel_of(release, cudnn_input) if cudnn_input is not None
                else default_channel(release))
     text = render(release, channel, families_dir(), inputs).encode()
-    return load_recipe_text(text, Path(f"{release.name} (rendered from "
-                                       f"recipes/families/cudnn{release.major}-win-x64.toml)"))
+    return load_recipe_text(text, Path(f"{release.name} ({rendered_from(release)})"))
 
 
 def _needs_rendering(shipped: Recipe, inputs: Mapping[str, Path]) -> bool:
     """Whether the spec's inputs are another channel than the shipped recipe reads: the
     cuDNN input in another layout (NVIDIA's redist archive of a release the shipped
     recipe takes from PyPI), a CUDA toolkit or another companion wheel."""
-    runtime = runtime_sets(families_dir()).get(cuda_key(shipped.cuda))
+    runtime = runtime_sets(families_dir(), shipped.target.release_suffix).get(
+        cuda_key(shipped.cuda))
     if runtime is not None and runtime_overrides(runtime, inputs):
         return True
     own = shipped.sources.get(CUDNN_SOURCE)

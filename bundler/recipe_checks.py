@@ -86,6 +86,6 @@ def driver_minimums(versions: Table, cuda: str, platform: Platform) -> tuple[str
         known[key] = given or derived
     if not known["min_driver"]:
         raise RecipeError(f"{versions.path}: bundler's driver table has no CUDA {cuda}",
-                          f'add min_driver = "..." (NVIDIA\'s minimum Windows driver for '
-                          f"CUDA {cuda}) to [versions]")
+                          f'add min_driver = "..." (NVIDIA\'s minimum {platform.os_name} '
+                          f"driver for CUDA {cuda}) to [versions]")
     return known["min_driver"], known["min_driver_compat"]

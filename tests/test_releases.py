@@ -32,9 +32,12 @@ HAND_WRITTEN = ("cudnn-8.9.4.25-cuda11-win-x64", "cudnn-9.28.0.42-cuda12-win-x64
 
 def test_every_release_of_the_catalogue_resolves_to_a_recipe() -> None:
     releases = catalogue_releases()
-    wheels = [r for r in releases if r.wheel]
+    wheels = [r for r in releases if r.wheel and r.platform == "win-x64"]
     assert len(wheels) == 97   # NVIDIA's Windows cuDNN wheels on PyPI (cu11 20, cu12 49, cu13 28)
-    assert {r.wheel.package for r in wheels if r.wheel} == {
+    # and its manylinux x86-64 ones (cu11 28, cu12 58, cu13 32; 8.5.0.96 twice, one kept)
+    linux = [r for r in releases if r.wheel and r.platform == "linux-x64"]
+    assert len(linux) == 118 and not [r for r in linux if r.archives]
+    assert {r.wheel.package for r in wheels + linux if r.wheel} == {
         "nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13"}
     assert any(r.major == 7 for r in releases) and any(r.major == 8 and not r.wheel
                                                        for r in releases)
@@ -42,7 +45,7 @@ def test_every_release_of_the_catalogue_resolves_to_a_recipe() -> None:
         recipe = find_recipe(release.name, PROJECT_ROOT)
         assert (recipe.name, recipe.cudnn) == (release.name, release.cudnn)
         cudnn = recipe.sources["cudnn"]
-        shim = f"cudnn64_{release.major}.dll"
+        shim = recipe.target.library_file("cudnn", str(release.major))
         assert shim in recipe.files and recipe.files[shim].component == "core"
         if release.wheel:
             assert (cudnn.kind, cudnn.sha256, cudnn.version) == (
@@ -197,9 +200,13 @@ def test_an_input_in_no_known_layout_is_refused(tmp_path: Path) -> None:
 def test_recipes_lists_families_and_series(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "recipes")
     assert code == 0 and "cudnn9-win-x64: " in out and "cudnn7-win-x64: " in out
+    assert "cudnn9-linux-x64: " in out and "cudnn8-linux-x64: " in out
     code, out, _ = run_cli(capsys, "recipes", "9.1", "--json")
     assert code == 0 and [r["name"] for r in json.loads(out)] == [
-        release_name(v, c) for v in ("9.1.0.70", "9.1.1.17") for c in ("11", "12")]
+        release_name(v, c, p) for v in ("9.1.0.70", "9.1.1.17") for c in ("11", "12")
+        for p in ("win-x64", "linux-x64")]
+    code, out, _ = run_cli(capsys, "recipes", "cudnn9-linux-x64", "--json")
+    assert code == 0 and {r["name"].rsplit("-", 2)[1] for r in json.loads(out)} == {"linux"}
     code, out, _ = run_cli(capsys, "recipes", "cudnn7")
     assert code == 0 and "cudnn-7.6.5.32-cuda10.1-win-x64" in out
 

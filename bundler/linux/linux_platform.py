@@ -5,6 +5,7 @@ folder, by the lock's pins from its first pack."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from bundler.library_facts import BITS
@@ -17,6 +18,16 @@ def _no_signatures(path: Path, trust: Trust) -> SignatureCheck:
     return SignatureCheck(status=UNSIGNED, detail="Linux libraries carry no signature")
 
 
+# A library's SONAME-style file: lib<stem>.so.<version> (libcudnn_graph.so.9,
+# libnvrtc-builtins.so.13.0); NVIDIA's wheels hold only these, no links.
+_STEM = re.compile(r"lib(?P<stem>[A-Za-z][A-Za-z0-9_-]*)\.so(\.\d+)+")
+
+
+def library_stem(name: str) -> str:
+    match = _STEM.fullmatch(name)
+    return match.group("stem") if match else ""
+
+
 LINUX = Platform(
     name="linux-x86_64", os_name="Linux", wheel_tag="manylinux_2_27_x86_64",
     machine="X86_64", bits=BITS, library_names=r".*\.so(\.[0-9]+)*", library_word="library",
@@ -25,4 +36,8 @@ LINUX = Platform(
     returned_constant=lambda path, function: None, facts=linux_facts,
     driver_table=linux_driver_table, check_signature=_no_signatures,
     shipped_roots=lambda: (),
-    any_shipped_signer=lambda: Trust(signer="", roots=(), timestamp_roots=()))
+    any_shipped_signer=lambda: Trust(signer="", roots=(), timestamp_roots=()),
+    release_suffix="linux-x64", label="Linux x86-64",
+    # manylinux1/2010/2014 and PEP 600's manylinux_2_NN: NVIDIA has used each.
+    wheel_tags=r"manylinux(1|2010|2014|_2_\d+)_x86_64",
+    library_stem=library_stem, library_file=lambda stem, version: f"lib{stem}.so.{version}")

@@ -7,16 +7,24 @@ set** (`recipes/families/cuda<M>-win-x64.toml`) is the CUDA runtime, cuBLAS and 
 libraries a release of CUDA <M> is paired with, written in the recipe format's own
 tables. render.py joins one of each with a catalogue release into a recipe.
 Both are read strictly: an unknown key is refused.
+
+One family serves every platform: the Linux family of a cuDNN major is the Windows one
+(its components, requires and load graph: what NVIDIA's builds share) with each file
+named as the platform names it (bundler/platforms.py: cudnn_graph64_9.dll ->
+libcudnn_graph.so.9) and the Windows-only facts (signatures, version resources, the
+cudnnGetVersion constant read from PE code) left out. Runtime sets differ by platform
+(other wheels, other files): one file per CUDA and platform, cuda<M>-<platform>.toml.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bundler.errors import RecipeError
+from bundler.platforms import Platform, platform_for, platform_for_release
 from bundler.releases.catalogue import version_key
 from bundler.support.toml_tables import Table, load_toml
 
@@ -83,17 +91,55 @@ class RuntimeSet:
     path: Path
 
 
+SHARED_FAMILIES = "win-x64"   # the platform whose family files every platform shares
+
+
 @cache
-def families(folder: Path) -> dict[int, Family]:
-    found = [_family(p) for p in sorted(folder.glob("cudnn*.toml"))]
+def families(folder: Path, suffix: str = SHARED_FAMILIES) -> dict[int, Family]:
+    """The families of one platform (a release suffix: "win-x64", "linux-x64")."""
+    found = [_family(p) for p in sorted(folder.glob(f"cudnn*-{SHARED_FAMILIES}.toml"))]
+    target = platform_for_release(suffix)
+    if suffix != SHARED_FAMILIES and target is not None:
+        found = [translated(f, target) for f in found]
     return {f.cudnn_major: f for f in found}
 
 
 @cache
-def runtime_sets(folder: Path) -> dict[str, RuntimeSet]:
-    """By the CUDA a release names: "12", "10.1"."""
-    found = [_runtime_set(p) for p in sorted(folder.glob("cuda*.toml"))]
+def runtime_sets(folder: Path, suffix: str = SHARED_FAMILIES) -> dict[str, RuntimeSet]:
+    """One platform's, by the CUDA a release names: "12", "10.1"."""
+    found = [_runtime_set(p) for p in sorted(folder.glob(f"cuda*-{suffix}.toml"))]
     return {s.name.split("-")[0][len("cuda"):]: s for s in found}
+
+
+def translated(family: Family, target: Platform) -> Family:
+    """The family as `target` names its files: the same components, requires and loads;
+    no signatures, version resources or code reads (Windows facts)."""
+    source = platform_for(family.platform)
+
+    def name(file: str) -> str:
+        version = "{cuda_major}" if "{cuda_major}" in file else str(family.cudnn_major)
+        stem = source.library_stem(file)
+        if not stem:
+            raise RecipeError(f"{family.path}: {file} is not named as {source.os_name} "
+                              "names a CUDA library", "name it <stem>64_<major>.dll")
+        return target.library_file(stem, version)
+
+    def described(text: str) -> str:
+        for file in family.files:
+            text = text.replace(file, name(file))
+        return text
+
+    return replace(
+        family, name=family.name.replace(source.release_suffix, target.release_suffix),
+        platform=target.name, signers={},
+        eras=tuple(Era(start=e.start, signed_by="", version_resource_checked=False)
+                   for e in family.eras),
+        components={k: replace(c, description=described(c.description),
+                               files=tuple(name(f) for f in c.files))
+                    for k, c in family.components.items()},
+        files={name(k): FamilyFile(name=name(k), version_resource="none", get_version=False,
+                                   loads=tuple(name(n) for n in f.loads))
+               for k, f in family.files.items()})
 
 
 def _family(path: Path) -> Family:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import RecipeError
+from bundler.platforms import platform_for
 from bundler.releases.catalogue import (
     Release,
     catalogue_releases,
@@ -29,7 +30,7 @@ from bundler.releases.catalogue import (
     parse_release_name,
 )
 from bundler.releases.channels import Channel, detect, pick_cuda
-from bundler.releases.families import Family, families, runtime_sets
+from bundler.releases.families import SHARED_FAMILIES, Family, families, runtime_sets
 from bundler.releases.runtime_inputs import RuntimeTables, runtime_tables
 from bundler.support.toml_write import dumps
 
@@ -58,6 +59,13 @@ def release_shipping(dll: str, cuda: str, folder: Path) -> str:
     found = [r for r in catalogue_releases() if r.major in majors]
     fitting = [r for r in found if r.cuda == cuda_key(cuda)] or found
     return fitting[-1].name if fitting else ""
+
+
+def rendered_from(release: Release) -> str:
+    """What a rendered recipe is made of, for messages naming it."""
+    runtime = "" if release.platform == SHARED_FAMILIES else \
+        f" and cuda{release.cuda}-{release.platform}.toml"
+    return f"rendered from recipes/families/cudnn{release.major}-win-x64.toml{runtime}"
 
 
 def default_channel(release: Release) -> Channel:
@@ -105,11 +113,11 @@ def render(release: Release, channel: Channel, folder: Path,
            runtime_inputs: Mapping[str, Path] | None = None) -> str:
     """The recipe of `release` read from `channel`, as TOML text; `runtime_inputs`:
     the spec's inputs for the runtime half (runtime_inputs.py)."""
-    family = families(folder).get(release.major)
-    runtime_set = runtime_sets(folder).get(release.cuda)
+    family = families(folder, release.platform).get(release.major)
+    runtime_set = runtime_sets(folder, release.platform).get(release.cuda)
     if family is None or runtime_set is None:
         missing = (f"cuDNN {release.major} family" if family is None
-                   else f"CUDA {release.cuda} runtime set")
+                   else f"CUDA {release.cuda} {release.platform} runtime set")
         raise RecipeError(f"{release.name}: bundler has no {missing} (recipes/families/)",
                           "pick a release of a family bundler has: bundler recipes")
     runtime = runtime_tables(runtime_set, runtime_inputs or {})
@@ -118,8 +126,9 @@ def render(release: Release, channel: Channel, folder: Path,
     files = {name: _facts(family, release, runtime, name) for name in shipped}
     document: dict[str, Any] = {
         "name": release.name, "platform": family.platform,
-        "description": family.description.format(cudnn=release.cudnn, cuda=release.cuda,
-                                                 cuda_major=release.cuda)
+        "description": family.description.format(
+            cudnn=release.cudnn, cuda=release.cuda, cuda_major=release.cuda,
+            platform=platform_for(family.platform).label)
         + f" ({', '.join(filter(None, [channel.name, runtime.given]))})",
         "licences": _licences(channel) + runtime.licences,
         "versions": {"cudnn": release.cudnn, "cuda": runtime.cuda,

@@ -3,12 +3,25 @@ regard to case, Authenticode signatures, NVIDIA's Windows driver table."""
 
 from __future__ import annotations
 
+import re
+
 from bundler.library_facts import BITS
 from bundler.platforms import Platform
 from bundler.windows import authenticode
 from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
 from bundler.windows.pe_file import PLATFORM_MACHINE, exported_constant, is_pe, read_pe
+
+# NVIDIA's DLL names: <stem>64_<major>.dll (cudnn_graph64_9.dll, cublasLt64_{cuda_major}.dll),
+# <stem>64_<major><minor>[_0].dll (cudart64_110.dll, nvrtc64_120_0.dll), <stem>_<ABI>.dll
+# (nvJitLink_120_0.dll).
+_STEM = re.compile(r"(?i)(?P<stem>[a-z][a-z_-]*?)(64)?_(\d+|\{cuda_major\})[0-9_]*\.dll")
+
+
+def library_stem(name: str) -> str:
+    match = _STEM.fullmatch(name)
+    return match.group("stem") if match else ""
+
 
 WINDOWS = Platform(
     name="win-amd64", os_name="Windows", wheel_tag="win_amd64",
@@ -20,4 +33,6 @@ WINDOWS = Platform(
     # Looked up at each call, so a test can count the checks.
     check_signature=lambda path, trust: authenticode.check_signature(path, trust),
     shipped_roots=lambda: tuple(authenticode.shipped_roots()),
-    any_shipped_signer=authenticode.any_shipped_signer)
+    any_shipped_signer=authenticode.any_shipped_signer,
+    release_suffix="win-x64", label="Windows x64", wheel_tags=r"win_amd64",
+    library_stem=library_stem, library_file=lambda stem, version: f"{stem}64_{version}.dll")
