@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from bundler import __version__
 from bundler.commands import cmd_cache, cmd_doctor, cmd_inspect, cmd_pack, cmd_recipes, cmd_verify
 from bundler.errors import EXIT_INTERNAL, EXIT_OK, BundlerError
+from bundler.init_command import add_init_parser
 from bundler.support.toml_tables import shown
 
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_init_parser(commands, common, _source_override)   # its own module, as each new one
 
     p = commands.add_parser("pack", parents=[common],
                             help="bundle the runtime into the app folder",

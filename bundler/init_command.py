@@ -1,0 +1,109 @@
+"""`bundler init APPDIR`: write a first spec for an app folder (like `cargo init`).
+
+It scans the app as `bundler pack` does (pack/app_scan.py), picks the recipe and
+components its DLLs and frameworks need (init_choice.py), finds the inputs this machine
+has (init_inputs.py) and writes `app.spec` beside the app folder (init_writer.py), never
+over an existing file. The spec is read back with pack's own reader before init ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from bundler.errors import EXIT_OK, RefusedError, SpecError
+from bundler.init_choice import choose
+from bundler.init_inputs import FoundInput, find_inputs
+from bundler.init_writer import app_name, guess_entry, render
+from bundler.pack.app_scan import scan_app
+from bundler.pack.spec import load_spec
+from bundler.platforms import windows
+from bundler.support.toml_tables import tomllib
+
+SPEC_NAME = "app.spec"
+
+
+def add_init_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser,
+                    source_override: object) -> None:
+    p = commands.add_parser(
+        "init", parents=[common], help="write a first app.spec for an app folder",
+        description="Scan APPDIR as pack does (the DLLs its binaries import, the frameworks "
+        "installed in it) and write app.spec beside it: the folder, the entry script "
+        "(main.py, __main__.py, app.py or the only .py), the newest cuDNN release that "
+        "ships every CUDA/cuDNN DLL the app needs, the components that supply them, and "
+        "the inputs found on this machine, each line with a comment saying why. Never "
+        "overwrites a file.")
+    p.add_argument("appdir", metavar="APPDIR", help="the app folder to ship")
+    p.add_argument("--out", metavar="SPEC", help=f"where to write the spec (default: "
+                   f"{SPEC_NAME} in APPDIR's parent folder)")
+    p.add_argument("--source", metavar="ID=PATH", action="append", type=source_override,
+                   help="where a recipe source is on this machine (written into [sources])")
+    p.set_defaults(run=cmd_init)
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    app = Path(args.appdir).resolve()
+    if not app.is_dir():
+        raise SpecError(f"{args.appdir}: no such folder", "give the app folder to ship, e.g. "
+                        "bundler init app")
+    spec = Path(args.out).resolve() if args.out else app.parent / SPEC_NAME
+    if spec.exists() or spec.is_symlink():
+        raise RefusedError(f"{spec}: exists; bundler init never overwrites a file",
+                           "pack the spec that is there, remove it first, or write this one "
+                           "elsewhere with --out OTHER.spec")
+    if not spec.parent.is_dir():
+        raise SpecError(f"{spec.parent}: no such folder (--out)",
+                        "write the spec into an existing folder")
+    given = {sid: _given_path(path) for sid, path in args.source or []}
+    platform = windows()   # the scan reads Windows binaries, as pack's scan does
+    choice = choose(scan_app(app, platform=platform), platform, spec.parent)
+    used = {f.source for f in choice.recipe.files_for(
+        choice.recipe.select(list(choice.components)))}
+    inputs = find_inputs(choice.recipe, [s for s in choice.recipe.sources if s in used],
+                         spec.parent, app, given, os.environ)
+    text = render(_command_text(args), app_name(app), app, spec.parent, guess_entry(app),
+                  choice, inputs)
+    _write_new(spec, text)
+    _print_summary(spec, choice.recipe.name, choice.components, inputs)
+    return EXIT_OK
+
+
+def _given_path(text: str) -> Path:
+    return Path(os.path.expanduser(text)).resolve()   # as given on the command line
+
+
+def _command_text(args: argparse.Namespace) -> str:
+    out = f" --out {args.out}" if args.out else ""
+    return f"bundler init {args.appdir}{out}"
+
+
+def _write_new(spec: Path, text: str) -> None:
+    """Create `spec` (never replacing a file that appeared meanwhile) and read it back
+    with pack's reader; if that fails, nothing is left behind."""
+    tomllib.loads(text)   # a bug here is an internal error, not a half-written file
+    with open(spec, "x", encoding="utf-8", newline="\n") as out:
+        try:
+            out.write(text)
+        except BaseException:
+            out.close()
+            spec.unlink()
+            raise
+    try:
+        load_spec(spec)
+    except BaseException:
+        spec.unlink()
+        raise
+
+
+def _print_summary(spec: Path, recipe: str, components: tuple[str, ...],
+                   inputs: list[FoundInput]) -> None:
+    print(f"wrote {spec}")
+    print(f"  recipe {recipe}; components {', '.join(components)}")
+    for found in inputs:
+        where = found.path if found.path is not None else found.note
+        print(f"  source {found.source.id}: {where}")
+    undecided = spec.read_text(encoding="utf-8").count("TO DECIDE:")
+    if undecided:
+        print(f"  {undecided} line(s) marked TO DECIDE in the spec need your answer")
+    print(f"next: bundler pack {spec}")

@@ -1,0 +1,146 @@
+"""`bundler init`: where this machine keeps a recipe's inputs, for the spec's [sources].
+
+Each source the chosen components use is looked for, in this order: a path given to
+init (`--source ID=PATH`); beside the app (the spec's folder and its subfolders, a few
+levels deep): a zip or wheel holding the source's members, a folder holding them; then
+the places `bundler pack` looks itself (the recipe's environment variables, the wheel
+cache, pip), which need no line in the spec. What is found nowhere is left as a comment
+saying what to give.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler.errors import SourceError
+from bundler.pack.sources.fetch import cache_root, cached, can_fetch
+from bundler.recipe import Recipe, SourceSpec
+
+MAX_DEPTH = 4          # folders below the spec's folder searched for inputs
+MAX_ENTRIES = 20_000   # a spec beside a huge tree (a home folder) must not stall init
+_SKIPPED = {"__pycache__", "node_modules", "dist", "build", "site-packages"}
+
+
+@dataclass(frozen=True)
+class FoundInput:
+    """One source of the recipe: a path to write into [sources] (or None), and a note."""
+
+    source: SourceSpec
+    path: Path | None
+    note: str
+    example: str = ""   # a commented-out line to fill in, where no path is written
+
+
+@dataclass(frozen=True)
+class _Nearby:
+    archives: tuple[Path, ...]   # *.zip and *.whl
+    folders: tuple[Path, ...]
+
+
+def find_inputs(recipe: Recipe, source_ids: list[str], near: Path, app: Path,
+                given: Mapping[str, Path], environ: Mapping[str, str]) -> list[FoundInput]:
+    for sid, path in given.items():
+        if sid not in recipe.sources:
+            raise SourceError(f"--source {sid}={path}: recipe {recipe.name} has no source "
+                              f"'{sid}'", f"its sources: {', '.join(recipe.sources)}")
+        if not path.exists():
+            raise SourceError(f"{path}: no such file or folder (--source {sid})",
+                              "give the path of the input on this machine")
+    nearby = _nearby(near, app)
+    cuda = ".".join(recipe.cuda.split(".")[:2])   # the toolkit's folder: v10.1
+    return [_find(recipe.sources[sid], nearby, given, environ, cuda) for sid in source_ids]
+
+
+def _find(spec: SourceSpec, nearby: _Nearby, given: Mapping[str, Path],
+          environ: Mapping[str, str], cuda: str) -> FoundInput:
+    if spec.id in given:
+        return FoundInput(spec, given[spec.id], "given to bundler init")
+    found = _match(spec, nearby)
+    if found is not None:
+        return FoundInput(spec, found, "found beside the app: it holds the files the "
+                          f"recipe takes from {_what(spec)}")
+    for variable in spec.env:
+        if environ.get(variable):
+            return FoundInput(spec, None, f"{_what(spec)}: pack takes it from {variable} "
+                              f"({environ[variable]}) as it does now")
+    if can_fetch(spec):
+        in_cache = cached(spec, cache_root(environ))
+        where = (f"is in the wheel cache ({in_cache}): pack uses it" if in_cache else
+                 "pack fetches it with pip into the wheel cache (--offline refuses to)")
+        return FoundInput(spec, None, f"{_what(spec)}: {where}; or give a wheel you "
+                          "downloaded:", _example(spec, cuda))
+    found_by = f" (or set {' or '.join(spec.env)})" if spec.env else ""
+    return FoundInput(spec, None, f"TO DECIDE: {_what(spec)} was not found on this "
+                      f"machine: give its path here{found_by}, e.g.", _example(spec, cuda))
+
+
+def _what(spec: SourceSpec) -> str:
+    if spec.kind == "wheel":
+        return f"the wheel {spec.package} {spec.version}".strip()
+    if spec.kind == "archive":
+        return f"NVIDIA's zip {spec.file_name}" if spec.file_name else "NVIDIA's zip"
+    if spec.kind == "toolkit":
+        return "a CUDA toolkit folder"
+    return "a folder holding " + ", ".join(spec.contents[:3])
+
+
+def _example(spec: SourceSpec, cuda: str) -> str:
+    if spec.kind in ("archive", "wheel"):
+        return f"downloads/{spec.file_name or spec.id + '.zip'}"
+    return f"C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v{cuda}" \
+        if spec.kind == "toolkit" else f"{spec.id}-folder"
+
+
+def _nearby(root: Path, app: Path) -> _Nearby:
+    """Zips, wheels and folders below `root` (not inside the app, nor hidden, nor
+    bundles and caches), breadth-first, at most MAX_DEPTH deep and MAX_ENTRIES seen."""
+    archives: list[Path] = []
+    folders: list[Path] = []
+    app = app.resolve()
+    level, seen = [root], 0
+    for _ in range(MAX_DEPTH + 1):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue   # unreadable: nothing of it can be an input the user meant
+            for entry in entries[:MAX_ENTRIES - seen]:
+                seen += 1
+                path = Path(entry.path)
+                if entry.name.startswith(".") or entry.name in _SKIPPED:
+                    continue
+                if entry.is_dir() and path.resolve() != app:
+                    below.append(path)
+                    folders.append(path)
+                elif entry.is_file() and entry.name.lower().endswith((".zip", ".whl")):
+                    archives.append(path)
+        level = below
+    return _Nearby(tuple(archives), tuple(folders))
+
+
+def _match(spec: SourceSpec, nearby: _Nearby) -> Path | None:
+    """The first input beside the app that holds every member the source must have."""
+    if spec.kind in ("archive", "wheel"):
+        prefix = f"{spec.root}/" if spec.root else ""
+        wanted = {prefix + member for member in spec.contents}
+        for path in nearby.archives:
+            if spec.kind == "wheel" and path.name != spec.file_name:
+                continue   # a pinned wheel has one name; others are not it
+            if wanted <= _members(path):
+                return path
+        return None
+    return next((folder for folder in nearby.folders
+                 if all((folder / member).is_file() for member in spec.contents)), None)
+
+
+def _members(path: Path) -> set[str]:
+    try:
+        with zipfile.ZipFile(path) as archive:   # the central directory only
+            return set(archive.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return set()

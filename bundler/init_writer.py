@@ -1,0 +1,133 @@
+"""`bundler init`: the spec's text: the app's name and entry guessed, the choice and the
+inputs written out with a comment saying why each line is there and what is left to
+decide. Strict TOML that `bundler pack` reads as it is (the command checks it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler.init_choice import Choice
+from bundler.init_inputs import FoundInput
+from bundler.pack.spec import MAX_APP_NAME
+from bundler.support.paths import windows_can_name
+
+# Looked for in this order at the app folder's top; else the one top-level .py file.
+ENTRY_NAMES = ("main.py", "__main__.py", "app.py")
+# Folder names that say nothing of the app: its parent folder names it instead.
+_GENERIC = {"app", "src", "source", "code", "bin"}
+_WIDTH = 88
+
+
+@dataclass(frozen=True)
+class EntryGuess:
+    entry: str     # "" when there is no guess
+    note: str      # why this one, or what to decide
+
+
+def guess_entry(app: Path) -> EntryGuess:
+    scripts = sorted(p.name for p in app.iterdir() if p.is_file() and p.suffix == ".py")
+    by_name = {name.lower(): name for name in scripts}
+    named = [by_name[n] for n in ENTRY_NAMES if n in by_name]
+    if named:
+        others = f" (also there: {', '.join(named[1:])})" if named[1:] else ""
+        return EntryGuess(named[0], f"the first of {', '.join(ENTRY_NAMES)} in the app "
+                          f"folder{others}; its copy in the bundle gets the bootstrap lines")
+    if len(scripts) == 1:
+        return EntryGuess(scripts[0], "the only .py file at the app folder's top; its copy "
+                          "in the bundle gets the bootstrap lines")
+    found = (f"{len(scripts)} .py files at its top ({', '.join(scripts[:4])}"
+             f"{', ...' if len(scripts) > 4 else ''})" if scripts else "no .py file at its top")
+    return EntryGuess("", f"TO DECIDE: the app folder has none of {', '.join(ENTRY_NAMES)} "
+                      f"and {found}: name the script that starts the app (relative to the "
+                      "app folder), or leave entry out for a native app, which then loads "
+                      "the bootstrap or its runtime itself")
+
+
+def app_name(app: Path) -> str:
+    """The folder's name (its parent's for a generic one like app/ or src/), made a
+    name the spec accepts: letters, digits, '.', '_' and '-'."""
+    folder = app.resolve()
+    raw = folder.parent.name if folder.name.lower() in _GENERIC and folder.parent.name \
+        else folder.name
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).lstrip("._-")[:MAX_APP_NAME].rstrip(". ")
+    return name if name and windows_can_name(name) else "app"
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, but for DEL, which TOML wants
+    escaped too."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def spec_path_text(path: Path, spec_folder: Path) -> str:
+    """A path as the spec writes it: relative to the spec's folder where it can be
+    (the spec moves with its app), with '/' (Windows reads it too)."""
+    try:
+        return Path(os.path.relpath(path.resolve(), spec_folder.resolve())).as_posix()
+    except ValueError:   # another drive on Windows: no relative path
+        return path.resolve().as_posix()
+
+
+def render(command: str, name: str, app: Path, spec_folder: Path, entry: EntryGuess,
+           choice: Choice, inputs: list[FoundInput]) -> str:
+    lines = [f"# Written by `{command}` from a scan of the app folder. Pack it with",
+             "# `bundler pack` as it is, or edit it first: every key is in",
+             "# docs/spec-format.md. Lines marked TO DECIDE need your answer.", "",
+             "[app]", f"name = {toml_string(name)}",
+             "# builder = \"folder\" (the default): the app folder ships as it is",
+             f"path = {toml_string(spec_path_text(app, spec_folder))}"]
+    lines += _comment(f"entry: {entry.note}")
+    lines.append(f"entry = {toml_string(entry.entry)}" if entry.entry
+                 else '# entry = "main.py"')
+    lines += ["", "[runtime]"]
+    lines += _comment(f"recipe: {'; '.join(choice.why)}")
+    lines.append(f"recipe = {toml_string(choice.recipe.name)}")
+    lines += _components(choice)
+    lines += ["", "[sources]"]
+    for found in inputs:
+        lines += _comment(f"{found.source.id}: {found.note}")
+        if found.path is not None:
+            lines.append(f"{found.source.id} = "
+                         f"{toml_string(spec_path_text(found.path, spec_folder))}")
+        elif found.example:   # whole, on its own line: uncommented, it is the key
+            lines.append(f"# {found.source.id} = {toml_string(found.example)}")
+    return "\n".join(lines) + "\n"
+
+
+def _components(choice: Choice) -> list[str]:
+    recipe = choice.recipe
+    lines = _comment("components: the recipe's default ones (cuDNN and what it requires) "
+                     "and each one supplying a DLL the app needs, with why; what they "
+                     "require comes along")
+    lines.append("components = [")
+    for component in choice.components:
+        for reason in choice.reasons.get(component, ()):   # one line each, as pack says it
+            lines.append(f"    # {component}: {reason}")
+        lines.append(f"    {toml_string(component)},")
+    lines.append("]")
+    for need in choice.unsupplied:
+        lines += _comment(f"TO DECIDE: {need.dll} ({need.reason}): {recipe.name} does not "
+                          "ship it; `bundler pack` stops and names a release that does")
+    for copy in choice.app_copies:
+        lines += _comment(f"TO DECIDE: the app ships its own {copy}; `bundler pack` refuses "
+                          "two copies of one DLL ([scan] allow_app_copies: "
+                          "docs/spec-format.md)")
+    return lines
+
+
+def _comment(text: str) -> list[str]:
+    """`text` as comment lines of at most _WIDTH characters (a long path stays whole)."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if line and 2 + len(line) + 1 + len(word) > _WIDTH:
+            lines.append(f"# {line}")
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(f"# {line}")
+    return lines

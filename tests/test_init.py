@@ -1,0 +1,235 @@
+"""`bundler init APPDIR`: the spec it writes packs without edits.
+
+The examples' app folders (copied without their specs, as a new user has them) get a
+spec that `bundler pack` accepts as written; the entry script is guessed or left to
+decide; an existing spec is never overwritten; an app holding the REAL onnxruntime-gpu
+1.26.0 wheel's files (226 MB, pinned in tests/winenv/pins.toml) gets the CUDA 12 recipe
+and the components its DLLs import, each with the line that says why. Packing that
+spec fetches NVIDIA's real wheels (GBs): opt-in, BUNDLER_REAL_CUDNN=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bundler.pack.spec import load_spec
+from bundler.support.toml_tables import tomllib
+from tests.packing import run_cli, snapshot
+from tests.winenv.quickstart import QUICKSTART
+from tests.winenv.shaped import dist_info
+from tests.winenv.wheels import ort_wheel, wheel_cache
+
+SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
+CU12 = "cudnn-9.28.0.42-cuda12-win-x64"
+EXAMPLES = QUICKSTART.parent
+STANDIN_ZIP = QUICKSTART / "downloads" / "cudnn-v8.0.3.33_cuda10.1-windows10-x64.STANDIN.zip"
+STANDIN_CUDA = QUICKSTART / "standin-cuda" / "v10.1"
+NO_SPECS = shutil.ignore_patterns("*.spec", "*.lock", "dist", "__pycache__")
+
+
+@pytest.fixture(autouse=True)
+def _no_cuda_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine's CUDA_PATH* must not decide what init finds (own_environ's rule)."""
+    for name in list(os.environ):
+        if name.upper().startswith("CUDA_PATH"):
+            monkeypatch.delenv(name)
+
+
+def init(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
+    return run_cli(capsys, "init", *map(str, args))
+
+
+def written(spec: Path) -> dict:
+    return tomllib.loads(spec.read_text(encoding="utf-8"))
+
+
+def comments(text: str) -> str:
+    """The spec's comments as one line of prose (init wraps them at 88 characters)."""
+    return " ".join(line.strip().lstrip("#").strip() for line in text.splitlines())
+
+
+def pack_ok(capsys: pytest.CaptureFixture[str], spec: Path) -> dict:
+    code, out, err = run_cli(capsys, "pack", str(spec), "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_the_quickstart_app_gets_a_spec_that_packs_as_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "quickstart"
+    shutil.copytree(QUICKSTART, root, ignore=NO_SPECS)
+    code, out, err = init(capsys, root / "app")
+    assert code == 0, err
+    spec = root / "app.spec"
+    assert f"wrote {spec}" in out
+    data = written(spec)
+    assert data["app"] == {"name": "quickstart", "path": "app", "entry": "main.py"}
+    assert data["runtime"]["recipe"] == SEED   # the app shows no DLL: the default
+    assert "the app shows no CUDA or cuDNN DLL" in spec.read_text()
+    # The stand-in zip and toolkit beside the app, found by what they hold.
+    assert data["sources"] == {
+        "cudnn": "downloads/cudnn-v8.0.3.33_cuda10.1-windows10-x64.STANDIN.zip",
+        "cuda": "standin-cuda/v10.1"}
+    summary = pack_ok(capsys, spec)
+    assert summary["recipe"] == SEED and len(summary["files"]) == 11
+    code, out, _ = run_cli(capsys, "verify", str(root / "dist" / "quickstart"))
+    assert code == 0 and out.startswith("ok:"), out
+
+
+@pytest.mark.parametrize("example, app, name", [
+    ("pyinstaller", "src", "pyinstaller"), ("wheels-cu11", "app", "wheels-cu11")])
+def test_an_example_without_inputs_beside_it_says_what_to_give_then_packs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], example: str, app: str,
+        name: str) -> None:
+    root = tmp_path / example
+    shutil.copytree(EXAMPLES / example, root, ignore=NO_SPECS)
+    code, out, err = init(capsys, root / app)
+    assert code == 0, err
+    text = (root / "app.spec").read_text()
+    assert ("cudnn: TO DECIDE: NVIDIA's zip cudnn-v8.0.3.33_cuda10.1-windows10-x64.zip "
+            "was not found" in comments(text))
+    assert '\n# cudnn = "downloads/cudnn-v8.0.3.33_cuda10.1-windows10-x64.zip"\n' in text
+    assert "TO DECIDE in the spec need your answer" in out
+    code, _, err = run_cli(capsys, "pack", str(root / "app.spec"))
+    assert code == 2 and "is not given" in err   # pack names a missing input too
+
+    # Told where the inputs are, init writes them: the spec packs as written.
+    (root / "app.spec").unlink()
+    code, out, err = init(capsys, root / app, "--source", f"cudnn={STANDIN_ZIP}",
+                          "--source", f"cuda={STANDIN_CUDA}")
+    assert code == 0, err
+    data = written(root / "app.spec")
+    assert data["app"] == {"name": name, "path": app, "entry": "main.py"}
+    assert Path(root / data["sources"]["cudnn"]).resolve() == STANDIN_ZIP.resolve()
+    summary = pack_ok(capsys, root / "app.spec")
+    assert Path(summary["out"]) == root / "dist" / name
+    assert (root / "dist" / name / "_cudnn_bootstrap.py").is_file()
+
+
+@pytest.mark.parametrize("files, entry", [
+    (["main.py", "app.py", "util.py"], "main.py"),
+    (["__main__.py", "app.py"], "__main__.py"),
+    (["app.py", "helpers.py"], "app.py"),
+    (["serve.py"], "serve.py"),
+    (["serve.py", "worker.py"], ""),
+    ([], ""),
+])
+def test_the_entry_is_guessed_or_left_to_decide(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], files: list[str],
+        entry: str) -> None:
+    app = tmp_path / "svc"
+    (app / "pkg").mkdir(parents=True)
+    (app / "pkg" / "main.py").write_text("print('not at the top')\n")
+    for name in files:
+        (app / name).write_text("print('hello')\n")
+    code, out, err = init(capsys, app, "--source", f"cudnn={STANDIN_ZIP}",
+                          "--source", f"cuda={STANDIN_CUDA}")
+    assert code == 0, err
+    spec = load_spec(tmp_path / "app.spec")   # pack's own reader
+    assert (spec.name, spec.entry) == ("svc", entry)
+    text = (tmp_path / "app.spec").read_text()
+    if not entry:
+        assert '# entry = "main.py"' in text and "TO DECIDE" in out
+        assert "entry: TO DECIDE" in text
+    pack_ok(capsys, tmp_path / "app.spec")
+
+
+def test_an_existing_spec_is_never_overwritten(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text("print('hello')\n")
+    (tmp_path / "app.spec").write_text("# my own spec\n")
+    (tmp_path / "other.spec").write_text("# another\n")
+    before = snapshot(tmp_path)
+    for extra in ([], ["--out", str(tmp_path / "other.spec")]):
+        code, out, err = init(capsys, tmp_path / "app", *extra)
+        assert code == 2 and out == ""
+        assert "exists; bundler init never overwrites a file" in err and "--out" in err
+        assert snapshot(tmp_path) == before
+    # --out writes elsewhere, with the app's path relative to the spec written there.
+    (tmp_path / "packaging").mkdir()
+    code, _, err = init(capsys, tmp_path / "app", "--out", tmp_path / "packaging" / "x.spec")
+    assert code == 0, err
+    assert written(tmp_path / "packaging" / "x.spec")["app"]["path"] == "../app"
+    assert (tmp_path / "app.spec").read_text() == "# my own spec\n"
+
+
+def test_a_missing_app_folder_is_bad_input(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = init(capsys, tmp_path / "nothing")
+    assert code == 2 and "no such folder" in err and not (tmp_path / "app.spec").exists()
+
+
+def test_a_framework_installed_in_the_app_picks_its_cuda_and_components(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """TensorFlow 2.10 loads CUDA 11 and cuDNN 8 DLLs by name (the framework table): the
+    newest cuDNN 8 release for CUDA 11, with the math libraries it loads."""
+    dist_info(tmp_path / "app" / "Lib" / "site-packages", "tensorflow", "2.10.1")
+    code, _, err = init(capsys, tmp_path / "app")
+    assert code == 0, err
+    data = written(tmp_path / "app.spec")
+    assert data["runtime"]["recipe"] == "cudnn-8.9.7.29-cuda11-win-x64"
+    assert {"cufft", "curand", "cusolver", "cusparse"} <= set(data["runtime"]["components"])
+    text = (tmp_path / "app.spec").read_text()
+    assert "    # cufft: cufft64_10.dll: loaded by tensorflow 2.10.1\n" in text
+    assert "`bundler recipes cudnn8`" in comments(text)
+
+
+@pytest.fixture(scope="module")
+def ort_app(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every file of the real onnxruntime-gpu 1.26.0 wheel, as pip installs it."""
+    app = tmp_path_factory.mktemp("ort") / "ort-service" / "app"
+    with zipfile.ZipFile(ort_wheel()) as wheel:
+        wheel.extractall(app)
+    return app
+
+
+def init_ort(ort_app: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    spec = tmp_path / "app.spec"
+    code, _, err = init(capsys, ort_app, "--out", spec)
+    assert code == 0, err
+    return spec
+
+
+def test_the_real_onnxruntime_wheel_gets_the_cuda_12_recipe_and_cufft_with_why(
+        ort_app: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = init_ort(ort_app, tmp_path, capsys)
+    data = written(spec)
+    assert data["runtime"]["recipe"] == CU12
+    components = data["runtime"]["components"]
+    assert {"cufft", "cublas", "cudart", "core"} <= set(components)
+    assert not {"curand", "cusolver", "cusparse", "nvrtc"} & set(components)
+    text = spec.read_text()
+    provider = "onnxruntime/capi/onnxruntime_providers_cuda.dll"
+    for line in (f"# cufft: cufft64_11.dll: imported by {provider}",
+                 f"# core: cudnn64_9.dll: imported by {provider}",
+                 f"# cublas: cublasLt64_12.dll: imported by {provider}",
+                 "# cufft: cufft64_11.dll: loaded by onnxruntime-gpu 1.26.0"):
+        assert f"    {line}\n" in text
+    # Nothing at the top is a script: the entry is left to decide, commented.
+    assert "entry" not in data["app"] and '# entry = "main.py"' in text
+    # The runtime comes from NVIDIA's pinned wheels, which pack fetches: no path needed.
+    assert data["sources"] == {}
+    assert "nvidia-cufft-cu12 11.4.1.4: pack fetches it with pip" in comments(text)
+    assert load_spec(spec).components == components
+
+
+@pytest.mark.skipif(os.environ.get("BUNDLER_REAL_CUDNN") != "1",
+                    reason="opt-in: set BUNDLER_REAL_CUDNN=1 (NVIDIA's CUDA 12 wheels, "
+                           "about 1.5 GB, fetched once into the test cache)")
+def test_the_onnxruntime_spec_packs_with_the_real_wheels_as_written(
+        ort_app: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUNDLER_CACHE", str(wheel_cache()))   # the harness's, not the user's
+    spec = init_ort(ort_app, tmp_path, capsys)
+    summary = pack_ok(capsys, spec)
+    assert summary["recipe"] == CU12
+    assert summary["selected_because"] == {}   # init named every component the scan wants
+    shipped = {Path(f["path"]).name for f in summary["files"]}
+    assert {"cudnn64_9.dll", "cufft64_11.dll", "cublasLt64_12.dll", "cudart64_12.dll"} <= shipped
