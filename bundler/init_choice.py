@@ -83,8 +83,8 @@ def _candidates(names: list[str], platform: Platform) -> list[Release]:
         majors = set(platform.facts().cuda_majors_of(name))
         if majors:
             cuda = majors if cuda is None else cuda & majors
-    fitting = [r for r in catalogue_releases()
-               if (cudnn is None or r.major in cudnn)
+    fitting = [r for r in catalogue_releases() if r.platform == platform.release_suffix
+               and (cudnn is None or r.major in cudnn)
                and (cuda is None or int(r.cuda.split(".")[0]) in cuda)
                and not (r.wheel is not None and r.wheel.yanked)]
     return sorted(fitting, key=lambda r: (version_key(r.cudnn), version_key(r.cuda)),
