@@ -22,6 +22,7 @@ __all__ = ["LOCK_FORMAT", "Lock", "LockPolicy", "Settled", "check_lock", "differ
 # follow: the lock follows the spec; update: --update-lock; locked: --locked.
 LockPolicy = Literal["follow", "update", "locked"]
 _SHOWN = 6   # changes named in one message, then how many more
+_FILE_PINNED = ("archive", "wheel")   # source kinds whose lock pin is the file's sha256
 
 
 @dataclass(frozen=True)
@@ -129,11 +130,28 @@ def _input_changes(old: Lock, new: Lock, file_sources: Mapping[str, str]) -> lis
                                      == new_spec.get("runtime", {}).get("recipe")):
         changes.append(f"recipe {new.recipe.get('name')} file changed")
     old_given, new_given = old_spec.get("sources", {}), new_spec.get("sources", {})
+    changes += _replaced_files(old, new, {sid for sid in set(old_given) | set(new_given)
+                                          if old_given.get(sid) != new_given.get(sid)})
     for relpath in sorted(set(old.files) & set(new.files)):
         source = file_sources.get(relpath, "")
         if old.files[relpath] != new.files[relpath] and (
                 old_given.get(source) == new_given.get(source)):
             changes.append(f"file {relpath} changed (source {source})")
+    return changes
+
+
+def _replaced_files(old: Lock, new: Lock, moved: set[str]) -> list[str]:
+    """Archives and wheels the spec gives as before whose sha256 moved. Their pin is the
+    file's own hash, whatever is taken from it: a moved pin is a replaced file, even
+    where the files shipped so far are the same (a component the spec adds would take
+    a DLL no lock pinned). A toolkit's or folder's pin covers the files taken, which
+    another selection changes: those files are compared one by one instead."""
+    changes = []
+    for sid in sorted(set(old.sources) & set(new.sources) - moved):
+        was, now = old.sources[sid], new.sources[sid]
+        if was != now and (now.get("kind") in _FILE_PINNED
+                           or was.get("kind") != now.get("kind")):
+            changes.append(f"source {sid} changed")
     return changes
 
 
