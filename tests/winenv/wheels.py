@@ -82,7 +82,7 @@ def signed_cudart_wheel() -> Path:
     return fetched_once(SIGNED_CUDART)
 
 
-# numpy 2.4.6 cp311 win_amd64 (12.6 MB): the real binary wheel an embedded-python test app
+# numpy 1.26.4 cp311 win_amd64 (15.8 MB): the real binary wheel an embedded-python test app
 # requires (pinned in pins.toml [embedded]).
 _NUMPY = embedded_pin("numpy")
 NUMPY_WHEEL = _pinned(_NUMPY, "numpy", f"numpy-{_NUMPY.version}-cp311-cp311-win_amd64.whl")
