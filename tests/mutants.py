@@ -1,5 +1,5 @@
-"""Break the bootstrap, doctor, the lock and --zip one mechanism at a time; see which
-tests notice.
+"""Break the bootstrap, doctor, the lock, --zip and the embedded-python builder one
+mechanism at a time; see which tests notice.
 
     python3 -m tests.mutants            # every mutant
     python3 -m tests.mutants flags0     # one, by name
@@ -33,6 +33,8 @@ DOCTOR_TESTS = ("tests/test_bootstrap_mechanisms.py", "tests/test_doctor_wine.py
 LOCK = "bundler/pack/lock.py"
 ZIP = "bundler/pack/zip_output.py"
 LOCK_TESTS = ("tests/test_lock_conventions.py",)
+EMBED = "bundler/pack/builders/embedded_python.py"
+EMBED_TESTS = ("tests/test_embedded_python.py", "tests/test_embedded_python_wine.py")
 ZIP_TESTS = ("tests/test_zip_output.py",)
 
 
@@ -47,6 +49,18 @@ class Mutant:
 
 
 MUTANTS = (
+    Mutant("launcher-drops-arguments", "embedded-python: the .cmd does not pass %*", EMBED,
+           '"%~dp0{script}" %*\'', '"%~dp0{script}"\'', EMBED_TESTS),
+    Mutant("pth-without-the-app", "embedded-python: the ._pth leaves the app folder out",
+           EMBED, 'lines = ["..", f"python{embed.tag}.zip"', 'lines = [f"python{embed.tag}.zip"',
+           EMBED_TESTS),
+    Mutant("embedded-entry-without-bootstrap", "embedded-python: no bootstrap in the entry",
+           EMBED, "built = build_folder_app(spec, recipe, staging, target)",
+           "built = build_folder_app(__import__('dataclasses').replace(spec, entry=''), "
+           "recipe, staging, target)", EMBED_TESTS),
+    Mutant("wheels-for-this-machine", "embedded-python: pip installs for Linux, not Windows",
+           "bundler/pack/builders/pip_wheels.py", '"--platform", "win_amd64", ', "",
+           EMBED_TESTS),
     Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOTSTRAP,
            "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
            BOOTSTRAP_TESTS),
