@@ -86,8 +86,12 @@ def test_a_failed_pack_leaves_the_previous_zip_and_no_partial_one(
         assert "app/extra.py" in archive.namelist()
 
 
-def test_a_zip_inside_the_bundle_is_refused_before_packing(
+def test_a_zip_path_that_would_lose_something_is_refused_before_packing(
         workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", workspace.dist / "app.zip")
     assert code == 2 and "inside the bundle it holds" in err
     assert not workspace.dist.exists()
+    before = snapshot(workspace.root)
+    code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", workspace.spec)
+    assert code == 2 and "is not a zip; refusing to replace it" in err
+    assert snapshot(workspace.root) == before   # the spec (a typo away) is still there
