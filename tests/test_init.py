@@ -23,7 +23,7 @@ from bundler.support.toml_tables import tomllib
 from tests.packing import run_cli, snapshot
 from tests.winenv.quickstart import QUICKSTART
 from tests.winenv.shaped import dist_info
-from tests.winenv.wheels import ort_wheel, wheel_cache
+from tests.winenv.wheels import nvidia_wheel, ort_wheel, wheel_cache
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
 CU12 = "cudnn-9.28.0.42-cuda12-win-x64"
@@ -226,8 +226,11 @@ def test_the_real_onnxruntime_wheel_gets_the_cuda_12_recipe_and_cufft_with_why(
 def test_the_onnxruntime_spec_packs_with_the_real_wheels_as_written(
         ort_app: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
+    for sid in ("cudnn", "cublas", "cudart", "cufft"):   # each checked against pins.toml
+        nvidia_wheel(CU12, sid)
     monkeypatch.setenv("BUNDLER_CACHE", str(wheel_cache()))   # the harness's, not the user's
     spec = init_ort(ort_app, tmp_path, capsys)
+    assert "is in the wheel cache" in comments(spec.read_text())
     summary = pack_ok(capsys, spec)
     assert summary["recipe"] == CU12
     assert summary["selected_because"] == {}   # init named every component the scan wants
