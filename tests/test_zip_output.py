@@ -4,6 +4,7 @@ the stand-in runtime; the zip is unzipped with Python's zipfile and verified."""
 from __future__ import annotations
 
 import hashlib
+import json
 import stat
 import zipfile
 from pathlib import Path
@@ -12,6 +13,8 @@ import pytest
 
 from tests.packing import Workspace, make_workspace, run_cli, snapshot
 from tests.test_pack_refusals import failing_replace
+from tests.winenv import WindowsPython
+from tests.winenv.winpython import to_windows_path
 
 
 @pytest.fixture
@@ -95,3 +98,22 @@ def test_a_zip_path_that_would_lose_something_is_refused_before_packing(
     code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", workspace.spec)
     assert code == 2 and "is not a zip; refusing to replace it" in err
     assert snapshot(workspace.root) == before   # the spec (a typo away) is still there
+
+
+def test_the_unzipped_app_loads_its_own_cudnn_under_wine(
+        workspace: Workspace, app_python: WindowsPython, decoy_cudnn_dir: Path,
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Unzipped elsewhere (no store, no dist/ beside it), the app still runs on its own
+    runtime with a decoy cuDNN first on PATH."""
+    zipped = tmp_path / "app.zip"
+    assert run_cli(capsys, "pack", workspace.spec, "--zip", zipped)[0] == 0
+    with zipfile.ZipFile(zipped) as archive:
+        archive.extractall(tmp_path / "elsewhere")
+    unzipped = tmp_path / "elsewhere" / "app"
+    result = app_python.run([unzipped / "main.py"], path_dirs=[decoy_cudnn_dir], timeout=120)
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(next(line for line in result.stdout.splitlines()
+                             if line.startswith("{")))
+    assert loaded["version"] == 8003
+    assert loaded["path"].lower() == to_windows_path(
+        unzipped / "cudnn" / "cudnn64_8.dll").lower()
