@@ -36,6 +36,7 @@ LOCK_TESTS = ("tests/test_lock_conventions.py",)
 EMBED = "bundler/pack/builders/embedded_python.py"
 EMBED_TESTS = ("tests/test_embedded_python.py", "tests/test_embedded_python_wine.py")
 ZIP_TESTS = ("tests/test_zip_output.py",)
+INIT_TESTS = ("tests/test_init.py",)
 
 
 @dataclass(frozen=True)
@@ -89,11 +90,17 @@ MUTANTS = (
            "if True:\n        return []", LOCK_TESTS),
     Mutant("locked-lets-changes-by", "--locked packs whatever changed", LOCK,
            "        if changes or by_spec:\n", "        if False:\n", LOCK_TESTS),
+    Mutant("spec-change-swaps-archive", "a spec change lets a replaced archive in",
+           LOCK, '_FILE_PINNED = ("archive", "wheel")', "_FILE_PINNED = ()",
+           ("tests/test_lock_source_pins.py",)),
     Mutant("no-format-1", "a format-1 lock is refused", "bundler/lockfile.py",
            "READ_FORMATS = (1, 2)", "READ_FORMATS = (2,)", LOCK_TESTS),
     Mutant("zip-of-this-moment", "zip members carry the current time", ZIP,
            "date_time=ZIP_EPOCH)", "date_time=__import__('time').localtime()[:6])",
            ZIP_TESTS),
+    Mutant("zip-replaces-any-zip", "--zip replaces a zip bundler did not write", ZIP,
+           "if path.exists() and not _written_by_bundler(path, target.name):", "if False:",
+           ("tests/test_zip_paths.py",)),
     Mutant("zip-in-walk-order", "zip members in the order the folder lists them", ZIP,
            "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
     Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
@@ -102,6 +109,20 @@ MUTANTS = (
            "        if zipped is not None:\n            zipped.publish()\n",
            "zipped = write_zip(staging.folder, target.name, zip_path)\n"
            "                zipped.publish()\n", ZIP_TESTS),
+    Mutant("init-no-entry-guess", "init: main.py, __main__.py, app.py are not looked for",
+           "bundler/init_writer.py", "named = [by_name[n] for n in ENTRY_NAMES if n in by_name]",
+           "named: list[str] = []", INIT_TESTS),
+    Mutant("init-always-default", "init: the default recipe whatever the app needs",
+           "bundler/init_choice.py", "    if not names:\n", "    if True:\n", INIT_TESTS),
+    Mutant("init-no-why", "init: the components without the lines saying why",
+           "bundler/init_writer.py", 'lines.append(f"    # {component}: {reason}")', "pass",
+           INIT_TESTS),
+    Mutant("init-overwrites", "init: an existing spec is not refused first",
+           "bundler/init_command.py", "if spec.exists() or spec.is_symlink():", "if False:",
+           INIT_TESTS),
+    Mutant("init-finds-nothing", "init: no input is looked for beside the app",
+           "bundler/init_inputs.py", "found = _match(spec, nearby)", "found = None",
+           INIT_TESTS),
 )
 
 

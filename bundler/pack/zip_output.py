@@ -64,7 +64,26 @@ def check_zip_path(path: Path, target: Path) -> Path:
     if path.exists() and not zipfile.is_zipfile(path):
         raise RefusedError(f"{path}: exists and is not a zip; refusing to replace it",
                            "choose another --zip path, or remove the file yourself")
+    # Nor an archive of the user's: the cuDNN zip the spec packs from is a zip too.
+    if path.exists() and not _written_by_bundler(path, target.name):
+        raise RefusedError(f"{path}: exists and is not a zip bundler wrote of the bundle "
+                           f"'{target.name}' (an input archive, or a zip of your own?); "
+                           "refusing to replace it",
+                           "choose another --zip path, or remove the file yourself")
     return path
+
+
+def _written_by_bundler(path: Path, top: str) -> bool:
+    """Whether `path` is a zip `write_zip` made of a bundle named `top`: every member
+    below `top/` and dated ZIP_EPOCH, as no archive NVIDIA or a user makes is."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
+    return bool(infos) and infos[0].filename == f"{top}/" and all(
+        info.filename.startswith(f"{top}/") and info.date_time == ZIP_EPOCH
+        for info in infos)
 
 
 def write_zip(bundle: Path, top: str, path: Path) -> PendingZip:

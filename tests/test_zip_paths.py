@@ -1,0 +1,62 @@
+"""`bundler pack --zip PATH` replaces only a zip it wrote of the same bundle.
+
+An existing zip at PATH may be the user's own: NVIDIA's cuDNN archive the spec packs
+from (login-only to download again), or any other archive. Replacing it would lose it
+after a pack that otherwise succeeded. Real packs of the stand-in runtime."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.packing import Workspace, make_workspace, run_cli, snapshot
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
+              standin_framework: Path) -> Workspace:
+    """A workspace whose cuDNN archive is its own copy (a test may name it as --zip)."""
+    archive = tmp_path / "ws" / "downloads" / standin_zip.name
+    archive.parent.mkdir(parents=True)
+    shutil.copy(standin_zip, archive)
+    return make_workspace(tmp_path / "ws", standin_framework,
+                          {"cudnn": archive, "cuda": standin_toolkit})
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_input_archive_is_never_replaced_by_the_zip(
+        workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    archive = workspace.root / "downloads" / next(
+        (workspace.root / "downloads").iterdir()).name
+    before = snapshot(workspace.root)
+    code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", archive)
+    assert code == 2, "the pack's own cuDNN archive was replaced by the bundle's zip"
+    assert "not a zip bundler wrote" in err and "hint:" in err
+    assert snapshot(workspace.root) == before   # nothing packed, the archive as it was
+
+
+def test_another_zip_is_refused_and_an_earlier_zip_of_the_bundle_replaced(
+        workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    theirs = tmp_path / "app.zip"
+    with zipfile.ZipFile(theirs, "w") as archive:   # the user's own zip, same name
+        archive.writestr("app/readme.txt", "mine")
+    mine = _sha(theirs)
+    code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", theirs)
+    assert code == 2 and "not a zip bundler wrote" in err
+    assert _sha(theirs) == mine
+    ours = tmp_path / "out" / "app.zip"
+    assert run_cli(capsys, "pack", workspace.spec, "--zip", ours)[0] == 0
+    first = _sha(ours)
+    (workspace.root / "app" / "extra.py").write_text("print('new')\n")
+    code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", ours)
+    assert code == 0, err   # a zip bundler wrote of this bundle: replaced
+    assert _sha(ours) != first
+    with zipfile.ZipFile(ours) as archive:
+        assert "app/extra.py" in archive.namelist()
