@@ -13,7 +13,7 @@ import pytest
 
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
-from tests.packing import own_copy
+from tests.packing import SEED, own_copy
 from tests.test_embedded_python import EMBEDDED_MAIN, bundler_cache, embedded_workspace
 from tests.winenv import WindowsPython
 from tests.winenv.wheels import NUMPY_WHEEL
@@ -90,3 +90,16 @@ def test_the_bundles_report_runs_with_its_own_python(
                                 [dist / "_cudnn_bootstrap.py"], timeout=300)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["versions"]["cudnn"] == "8.0.3.33"
+
+
+def test_doctor_accepts_the_bundle(bundle: Path, win_python: WindowsPython) -> None:
+    """Doctor on Windows reads the embedded-python bundle as a folder app's: verified,
+    every bundled DLL would load; the one problem here is the missing NVIDIA driver."""
+    result = win_python.run(["-m", "bundler", "doctor", bundle, "--json"], timeout=300)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["verify"]["ok"] is True and report["recipe"] == SEED
+    findings = [(f["level"], f["message"]) for f in report["findings"]]
+    assert len([m for level, m in findings if level == "ok" and "would load" in m]) == 10
+    problems = [m for level, m in findings if level == "problem"]
+    assert len(problems) == 1 and "no NVIDIA driver found" in problems[0], problems
