@@ -105,10 +105,13 @@ MUTANTS = (
            "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
     Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
            "bundler/pack/pipeline.py",
-           "zipped = write_zip(staging.folder, target.name, zip_path)\n"
+           "windows=recipe.target.windows_names)\n"
            "        if zipped is not None:\n            zipped.publish()\n",
-           "zipped = write_zip(staging.folder, target.name, zip_path)\n"
+           "windows=recipe.target.windows_names)\n"
            "                zipped.publish()\n", ZIP_TESTS),
+    Mutant("zip-modes-of-this-machine", "a Windows bundle's zip takes this machine's modes",
+           ZIP, "return path.suffix.lower() in _WINDOWS_EXECUTABLE",
+           "return bool(path.stat().st_mode & stat.S_IXUSR)", ("tests/test_zip_paths.py",)),
     Mutant("init-no-entry-guess", "init: main.py, __main__.py, app.py are not looked for",
            "bundler/init_writer.py", "named = [by_name[n] for n in ENTRY_NAMES if n in by_name]",
            "named: list[str] = []", INIT_TESTS),

@@ -60,3 +60,24 @@ def test_another_zip_is_refused_and_an_earlier_zip_of_the_bundle_replaced(
     assert _sha(ours) != first
     with zipfile.ZipFile(ours) as archive:
         assert "app/extra.py" in archive.namelist()
+
+
+def test_a_windows_bundle_zips_the_same_whichever_machine_packs_it(
+        workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Windows bundle's permissions are what Windows reports (0755 for .exe, .bat, .cmd
+    and .com, 0644 for the rest), not this machine's: a Linux checkout's executable bit
+    (git keeps it) would otherwise give other bytes than a pack on Windows."""
+    app = workspace.root / "app"
+    (app / "run.cmd").write_text("@python main.py %*\r\n")
+    (app / "run.cmd").chmod(0o644)        # as a zip or a Windows copy brings it
+    first, second = tmp_path / "first" / "app.zip", tmp_path / "second" / "app.zip"
+    assert run_cli(capsys, "pack", workspace.spec, "--zip", first)[0] == 0
+    (app / "main.py").chmod(0o755)        # as a Linux checkout of a script brings it
+    (app / "run.cmd").chmod(0o755)
+    code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", second)
+    assert code == 0, err
+    assert first.read_bytes() == second.read_bytes()
+    with zipfile.ZipFile(first) as archive:
+        modes = {info.filename: info.external_attr >> 16 & 0o777
+                 for info in archive.infolist()}
+    assert modes["app/run.cmd"] == 0o755 and modes["app/main.py"] == 0o644

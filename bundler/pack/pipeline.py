@@ -121,7 +121,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                 _fill_or_warn(store, sources, staged, identities, copy, environ, warnings)
             staging.replace_with_bundle(spec.lock_path, settled.data)
             if zip_path is not None:   # the staged bundle is the one swapped in next
-                zipped = write_zip(staging.folder, target.name, zip_path)
+                zipped = write_zip(staging.folder, target.name, zip_path,
+                                   windows=recipe.target.windows_names)
         if zipped is not None:
             zipped.publish()
         if store is not None:

@@ -1,11 +1,12 @@
 """`bundler pack --zip PATH`: the bundle as one deterministic zip to hand over.
 
 The same bundle gives the same bytes: members sorted by path, every timestamp
-1980-01-01 00:00, Unix permissions fixed (0644, 0755 for folders and files the build
-made executable), no extra fields, Deflate at one fixed level. The zip is written to a
-temporary file beside PATH while the new bundle is still staged, and renamed to PATH
-only once the bundle and the lock are in place: a failure leaves no half zip, and a
-zip never describes a bundle that was not swapped in.
+1980-01-01 00:00, Unix permissions fixed (0644; 0755 for folders and executables: in a
+Windows bundle by extension, as Windows reports them, on any machine), no extra
+fields, Deflate at one fixed level. The zip is written to a temporary file beside PATH
+while the new bundle is still staged, and renamed to PATH only once the bundle and the
+lock are in place: a failure leaves no half zip, and a zip never describes a bundle
+that was not swapped in.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip can hold
 DEFLATE_LEVEL = 6
 _CHUNK = 1 << 20
 _UNIX = 3   # "made by" Unix: unzip tools then apply the permissions below
+_WINDOWS_EXECUTABLE = (".exe", ".bat", ".cmd", ".com")   # what os.stat on Windows says
 # A member's own Deflate level: public from Python 3.13, private before.
 _LEVEL_ATTRIBUTE = ("compress_level" if hasattr(zipfile.ZipInfo, "compress_level")
                     else "_compresslevel")
@@ -86,16 +88,17 @@ def _written_by_bundler(path: Path, top: str) -> bool:
         for info in infos)
 
 
-def write_zip(bundle: Path, top: str, path: Path) -> PendingZip:
+def write_zip(bundle: Path, top: str, path: Path, windows: bool) -> PendingZip:
     """Zip every file below `bundle` under the folder `top` into a temporary file
-    beside `path`; removed again on any failure."""
+    beside `path`; removed again on any failure. `windows`: a bundle for Windows, whose
+    permissions are the ones Windows reports, not this machine's."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial",
                                     dir=path.parent)
     pending = PendingZip(Path(name), path)
     try:
         with os.fdopen(handle, "wb") as raw, zipfile.ZipFile(raw, "w") as archive:
-            _add_all(archive, bundle, top)
+            _add_all(archive, bundle, top, windows)
         os.chmod(pending.temporary, 0o644)   # mkstemp's 0600 is for secrets, not a zip
     except BaseException as exc:
         pending.discard()
@@ -108,7 +111,7 @@ def write_zip(bundle: Path, top: str, path: Path) -> PendingZip:
     return pending
 
 
-def _add_all(archive: zipfile.ZipFile, bundle: Path, top: str) -> None:
+def _add_all(archive: zipfile.ZipFile, bundle: Path, top: str, windows: bool) -> None:
     entries = _entries(bundle)
     total = sum(size for _, _, size in entries)
     with byte_progress(total, f"zipping {top}") as progress:
@@ -119,12 +122,21 @@ def _add_all(archive: zipfile.ZipFile, bundle: Path, top: str) -> None:
                                  b"")
                 continue
             info = _info(f"{top}/{relpath}", is_dir=False,
-                         executable=bool(path.stat().st_mode & stat.S_IXUSR))
+                         executable=_executable(path, windows))
             info.file_size = size   # decides zip64 up front, as a known size does
             with open(path, "rb") as source, archive.open(info, "w") as member:
                 while chunk := source.read(_CHUNK):
                     member.write(chunk)
                     progress.update(len(chunk))
+
+
+def _executable(path: Path, windows: bool) -> bool:
+    """Windows knows no executable bit: Python there reports one by the extension. A
+    Windows bundle takes that rule on any machine, so a Linux checkout's bits (git keeps
+    them) give the same zip as a pack on Windows; elsewhere the build's bit counts."""
+    if windows:
+        return path.suffix.lower() in _WINDOWS_EXECUTABLE
+    return bool(path.stat().st_mode & stat.S_IXUSR)
 
 
 def _entries(bundle: Path) -> list[tuple[Path, str, int]]:
