@@ -101,7 +101,8 @@ def _print_pack(result: PackResult) -> None:
         print(f"  NOT SIGNED: {len(allowed)} files lack the signature the recipe asks for and "
               "were accepted by the spec's allow_unsigned: this runtime is a stand-in or a "
               f"rebuild, not the original ({', '.join(allowed)})")
-    for exe in sorted(result.out.glob("*.exe")):  # a PyInstaller build: what to run
+    # What to run: a PyInstaller build's exe, an embedded-python bundle's launcher.
+    for exe in sorted([*result.out.glob("*.exe"), *result.out.glob("*.cmd")]):
         print(f"  run: {exe}")
 
 

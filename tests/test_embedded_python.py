@@ -149,6 +149,16 @@ def test_verify_and_the_lock_accept_the_bundle(packed: tuple[Path, PackResult],
     assert code == 0, out
 
 
+def test_the_pack_summary_names_the_launcher(
+        packed: tuple[Path, PackResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for name, value in bundler_cache(tmp_path / "cache").items():
+        monkeypatch.setenv(name, value)
+    code, out, _ = run_cli(capsys, "pack", str(packed[0]), "--out", str(tmp_path / "demo"))
+    assert code == 0
+    assert f"  run: {tmp_path / 'demo' / 'demo.cmd'}" in out.splitlines()
+
+
 def test_a_second_pack_makes_the_same_bundle_offline(
         packed: tuple[Path, PackResult], tmp_path: Path) -> None:
     spec, first = packed
