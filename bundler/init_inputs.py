@@ -52,7 +52,10 @@ def find_inputs(recipe: Recipe, source_ids: list[str], near: Path, app: Path,
                               "give the path of the input on this machine")
     nearby = _nearby(near, app)
     cuda = ".".join(recipe.cuda.split(".")[:2])   # the toolkit's folder: v10.1
-    return [_find(recipe.sources[sid], nearby, given, environ, cuda) for sid in source_ids]
+    # A source given on the command line is written even where no chosen component
+    # uses it yet: the user said it is theirs (pack opens only the ones it needs).
+    wanted = [sid for sid in recipe.sources if sid in source_ids or sid in given]
+    return [_find(recipe.sources[sid], nearby, given, environ, cuda) for sid in wanted]
 
 
 def _find(spec: SourceSpec, nearby: _Nearby, given: Mapping[str, Path],

@@ -21,6 +21,7 @@ import pytest
 from bundler.pack.spec import load_spec
 from bundler.support.toml_tables import tomllib
 from tests.packing import run_cli, snapshot
+from tests.winenv import WindowsPython
 from tests.winenv.quickstart import QUICKSTART
 from tests.winenv.shaped import dist_info
 from tests.winenv.wheels import nvidia_wheel, ort_wheel, wheel_cache
@@ -80,6 +81,18 @@ def test_the_quickstart_app_gets_a_spec_that_packs_as_written(
     assert summary["recipe"] == SEED and len(summary["files"]) == 11
     code, out, _ = run_cli(capsys, "verify", str(root / "dist" / "quickstart"))
     assert code == 0 and out.startswith("ok:"), out
+
+
+def test_the_bundle_packed_from_the_written_spec_runs_on_windows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], app_python: WindowsPython) -> None:
+    root = tmp_path / "quickstart"
+    shutil.copytree(QUICKSTART, root, ignore=NO_SPECS)
+    assert init(capsys, root / "app")[0] == 0
+    pack_ok(capsys, root / "app.spec")
+    result = app_python.run([root / "dist" / "quickstart" / "main.py"], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "cudnnGetVersion() = 8003" in result.stdout
+    assert "\\dist\\quickstart\\cudnn\\cudnn64_8.dll" in result.stdout.replace("\\\\", "\\")
 
 
 @pytest.mark.parametrize("example, app, name", [
@@ -218,6 +231,23 @@ def test_the_real_onnxruntime_wheel_gets_the_cuda_12_recipe_and_cufft_with_why(
     assert data["sources"] == {}
     assert "nvidia-cufft-cu12 11.4.1.4: pack fetches it with pip" in comments(text)
     assert load_spec(spec).components == components
+
+
+def test_a_source_given_to_init_is_written_even_if_no_component_uses_it_yet(
+        ort_app: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = tmp_path / "wheels" / "nvidia_curand_cu12-10.3.10.19-py3-none-win_amd64.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"a wheel of the user's")
+    spec = tmp_path / "app.spec"
+    code, _, err = init(capsys, ort_app, "--out", spec, "--source", f"curand={wheel}")
+    assert code == 0, err
+    data = written(spec)
+    assert data["sources"] == {"curand": "wheels/" + wheel.name}
+    assert "curand" not in data["runtime"]["components"]
+    code, _, err = init(capsys, ort_app, "--out", tmp_path / "b.spec", "--source",
+                        f"curnad={wheel}")
+    assert code == 2 and "has no source 'curnad'" in err
+    assert not (tmp_path / "b.spec").exists()
 
 
 @pytest.mark.skipif(os.environ.get("BUNDLER_REAL_CUDNN") != "1",
