@@ -60,7 +60,7 @@ MUTANTS = (
            "built = build_folder_app(__import__('dataclasses').replace(spec, entry=''), "
            "recipe, staging, target)", EMBED_TESTS),
     Mutant("wheels-for-this-machine", "embedded-python: pip installs for Linux, not Windows",
-           "bundler/pack/builders/pip_wheels.py", '"--platform", "win_amd64", ', "",
+           "bundler/pack/builders/pip_wheels.py", '"--platform", WHEEL_TAG, ', "",
            EMBED_TESTS),
     Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOTSTRAP,
            "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
