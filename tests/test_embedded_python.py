@@ -214,6 +214,18 @@ def test_a_requirement_without_a_windows_wheel_is_refused_with_pips_words(
     assert not spec.with_name("app.spec.lock").exists()
 
 
+def test_a_recipe_for_another_platform_is_refused(packed: tuple[Path, PackResult],
+                                                  tmp_path: Path) -> None:
+    shutil.copytree(packed[0].parent / "app", tmp_path / "app")
+    spec = tmp_path / "app.spec"
+    spec.write_text(packed[0].read_text().replace(SEED, "cudnn-9.19.0.56-cuda13-linux-x64")
+                    .split("[sources]")[0])
+    with pytest.raises(SpecError, match='builder = "embedded-python" ships a Windows x64 '
+                       "CPython, but recipe cudnn-9.19.0.56-cuda13-linux-x64 is for "
+                       "linux-x86_64"):
+        pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"))
+
+
 @pytest.mark.parametrize("name", ["Python", "DEMO.cmd"])
 def test_an_app_folder_holding_what_the_builder_adds_is_refused(
         packed: tuple[Path, PackResult], tmp_path: Path, name: str) -> None:

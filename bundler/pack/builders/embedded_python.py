@@ -26,7 +26,7 @@ from bundler.pack.builders.cpython_embed import (
     unpack_embeddable,
 )
 from bundler.pack.builders.folder import build_folder_app
-from bundler.pack.builders.pip_wheels import install_requirements
+from bundler.pack.builders.pip_wheels import WHEEL_TAG, install_requirements
 
 if TYPE_CHECKING:  # the spec module imports the builders table
     from bundler.pack.spec import Spec
@@ -42,6 +42,10 @@ def build_embedded_python_app(spec: Spec, recipe: Recipe, staging: Path, target:
     CPython and the requirements under python/, the launcher beside the app."""
     options = options or BuildOptions()
     embed = known_embeddable(spec.python, spec.path)
+    if recipe.target.wheel_tag != WHEEL_TAG:   # python.org's embeddable is Windows x64
+        raise SpecError(f'{spec.path}: builder = "embedded-python" ships a Windows x64 '
+                        f"CPython, but recipe {recipe.name} is for {recipe.target.name}",
+                        "use a win-x64 recipe, or builder = \"folder\" for this platform")
     _refuse_taken_names(spec)
     sdist = embeddable_sdist(embed, options.environ, options.offline)   # before any copy
     built = build_folder_app(spec, recipe, staging, target)

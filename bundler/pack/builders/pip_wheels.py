@@ -25,14 +25,15 @@ from bundler.errors import SourceError
 from bundler.pack.builders.cpython_embed import Embeddable
 from bundler.pack.sources.fetch import cache_root
 
+WHEEL_TAG = "win_amd64"   # the platform of python.org's embeddable x64 CPython
 
 def wheel_cache(embed: Embeddable, environ: Mapping[str, str]) -> Path:
     """Where the requirements' wheels are kept for --offline packs."""
-    return cache_root(environ) / "python" / f"cp{embed.tag}-win_amd64"
+    return cache_root(environ) / "python" / f"cp{embed.tag}-{WHEEL_TAG}"
 
 
 def _target_options(embed: Embeddable) -> list[str]:
-    return ["--only-binary=:all:", "--platform", "win_amd64", "--implementation", "cp",
+    return ["--only-binary=:all:", "--platform", WHEEL_TAG, "--implementation", "cp",
             "--python-version", embed.python, "--disable-pip-version-check"]
 
 
