@@ -101,7 +101,8 @@ def _print_summary(spec: Path, recipe: str, components: tuple[str, ...],
     print(f"wrote {spec}")
     print(f"  recipe {recipe}; components {', '.join(components)}")
     for found in inputs:
-        where = found.path if found.path is not None else found.note
+        where = found.path if found.path is not None else \
+            found.note.removesuffix(", e.g.").removesuffix(":")
         print(f"  source {found.source.id}: {where}")
     undecided = spec.read_text(encoding="utf-8").count("TO DECIDE:")
     if undecided:

@@ -77,8 +77,8 @@ def _find(spec: SourceSpec, nearby: _Nearby, given: Mapping[str, Path],
         return FoundInput(spec, None, f"{_what(spec)}: {where}; or give a wheel you "
                           "downloaded:", _example(spec, cuda))
     found_by = f" (or set {' or '.join(spec.env)})" if spec.env else ""
-    return FoundInput(spec, None, f"TO DECIDE: {_what(spec)} was not found on this "
-                      f"machine: give its path here{found_by}, e.g.", _example(spec, cuda))
+    return FoundInput(spec, None, f"TO DECIDE: {_what(spec)} was not found beside the "
+                      f"app: give its path here{found_by}, e.g.", _example(spec, cuda))
 
 
 def _what(spec: SourceSpec) -> str:

@@ -106,7 +106,7 @@ def test_an_example_without_inputs_beside_it_says_what_to_give_then_packs(
     assert code == 0, err
     text = (root / "app.spec").read_text()
     assert ("cudnn: TO DECIDE: NVIDIA's zip cudnn-v8.0.3.33_cuda10.1-windows10-x64.zip "
-            "was not found" in comments(text))
+            "was not found beside the app" in comments(text))
     assert '\n# cudnn = "downloads/cudnn-v8.0.3.33_cuda10.1-windows10-x64.zip"\n' in text
     assert "TO DECIDE in the spec need your answer" in out
     code, _, err = run_cli(capsys, "pack", str(root / "app.spec"))
