@@ -188,6 +188,19 @@ def test_offline_without_the_embeddable_in_the_cache_is_refused(
     assert not (tmp_path / "out").exists()
 
 
+def test_offline_without_the_requirements_wheels_in_the_cache_is_refused(
+        packed: tuple[Path, PackResult], tmp_path: Path) -> None:
+    shutil.copytree(packed[0].parent / "app", tmp_path / "app")
+    spec = tmp_path / "app.spec"
+    spec.write_text(packed[0].read_text())
+    (tmp_path / "requirements.txt").write_text(f"numpy=={NUMPY_WHEEL.version}\n")
+    with pytest.raises(SourceError, match="pip could not install the app's requirements"
+                       ) as caught:
+        pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"), offline=True)
+    assert caught.value.hint.startswith("pack once without --offline")
+    assert not (tmp_path / "dist" / "demo").exists()
+
+
 def test_a_cached_embeddable_that_is_not_the_pinned_file_is_refused(
         packed: tuple[Path, PackResult], tmp_path: Path) -> None:
     environ = bundler_cache(tmp_path / "cache")
