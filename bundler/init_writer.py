@@ -53,7 +53,7 @@ def app_name(app: Path) -> str:
     folder = app.resolve()
     raw = folder.parent.name if folder.name.lower() in _GENERIC and folder.parent.name \
         else folder.name
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).lstrip("._-")[:MAX_APP_NAME].rstrip(". ")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("._-")[:MAX_APP_NAME].rstrip("._-")
     return name if name and windows_can_name(name) else "app"
 
 

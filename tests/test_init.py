@@ -153,6 +153,18 @@ def test_the_entry_is_guessed_or_left_to_decide(
     pack_ok(capsys, tmp_path / "app.spec")
 
 
+@pytest.mark.parametrize("folders, name", [
+    ("Ocr Server/src", "Ocr-Server"), ("tools/My App (v2)", "My-App-v2"),
+    ("x/CON", "app"), ("x/...", "app")])
+def test_the_name_is_the_folders_made_one_the_spec_accepts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], folders: str, name: str) -> None:
+    app = tmp_path / folders
+    app.mkdir(parents=True)
+    code, _, err = init(capsys, app)
+    assert code == 0, err
+    assert load_spec(app.parent / "app.spec").name == name
+
+
 def test_an_existing_spec_is_never_overwritten(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "app").mkdir()
