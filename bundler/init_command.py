@@ -47,14 +47,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not app.is_dir():
         raise SpecError(f"{args.appdir}: no such folder", "give the app folder to ship, e.g. "
                         "bundler init app")
-    spec = Path(args.out).resolve() if args.out else app.parent / SPEC_NAME
-    if spec.exists() or spec.is_symlink():
-        raise RefusedError(f"{spec}: exists; bundler init never overwrites a file",
-                           "pack the spec that is there, remove it first, or write this one "
-                           "elsewhere with --out OTHER.spec")
-    if not spec.parent.is_dir():
-        raise SpecError(f"{spec.parent}: no such folder (--out)",
-                        "write the spec into an existing folder")
+    spec = _new_spec_path(args.out, app)
     given = {sid: _given_path(path) for sid, path in args.source or []}
     platform = windows()   # the scan reads Windows binaries, as pack's scan does
     choice = choose(scan_app(app, platform=platform), platform, spec.parent)
@@ -67,6 +60,20 @@ def cmd_init(args: argparse.Namespace) -> int:
     _write_new(spec, text)
     _print_summary(spec, choice.recipe.name, choice.components, inputs)
     return EXIT_OK
+
+
+def _new_spec_path(out: str | None, app: Path) -> Path:
+    """Where the spec goes: a path nothing is at, not even a link (a link is not
+    resolved: the spec would be written where it points)."""
+    spec = Path(os.path.abspath(out)) if out else app.parent / SPEC_NAME
+    if spec.exists() or spec.is_symlink():
+        raise RefusedError(f"{spec}: exists; bundler init never overwrites a file",
+                           "pack the spec that is there, remove it first, or write this one "
+                           "elsewhere with --out OTHER.spec")
+    if not spec.parent.is_dir():
+        raise SpecError(f"{spec.parent}: no such folder (--out)",
+                        "write the spec into an existing folder")
+    return spec
 
 
 def _given_path(text: str) -> Path:

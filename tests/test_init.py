@@ -177,6 +177,10 @@ def test_an_existing_spec_is_never_overwritten(
         assert code == 2 and out == ""
         assert "exists; bundler init never overwrites a file" in err and "--out" in err
         assert snapshot(tmp_path) == before
+    # Nor through a link, even one pointing at nothing yet.
+    (tmp_path / "link.spec").symlink_to(tmp_path / "elsewhere.spec")
+    code, _, err = init(capsys, tmp_path / "app", "--out", tmp_path / "link.spec")
+    assert code == 2 and "exists" in err and not (tmp_path / "elsewhere.spec").exists()
     # --out writes elsewhere, with the app's path relative to the spec written there.
     (tmp_path / "packaging").mkdir()
     code, _, err = init(capsys, tmp_path / "app", "--out", tmp_path / "packaging" / "x.spec")
