@@ -67,6 +67,14 @@ def test_a_spec_change_updates_the_lock_and_says_what_changed(
     # The same spec again: nothing to update, nothing said.
     code, out, _ = run_cli(capsys, "pack", workspace.spec)
     assert code == 0 and "updated:" not in out and _lock(workspace) == after
+    # --json says it too, as one document.
+    workspace.spec.write_text(workspace.spec.read_text().replace('["cnn_infer"]',
+                                                                 '["adv_train"]'))
+    code, out, err = run_cli(capsys, "pack", workspace.spec, "--json")
+    assert code == 0, err
+    changes = json.loads(out)["lock_changes"]
+    assert changes[0] == "spec runtime.components changed"
+    assert "component adv_train added" in changes and "component cnn_train added" not in changes
 
 
 def test_a_changed_input_is_refused_even_with_a_spec_change(
