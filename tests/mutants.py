@@ -109,6 +109,9 @@ MUTANTS = (
            "        if zipped is not None:\n            zipped.publish()\n",
            "windows=recipe.target.windows_names)\n"
            "                zipped.publish()\n", ZIP_TESTS),
+    Mutant("zip-shipped-by-the-next-pack", "the folder builder copies a bundle's zip",
+           "bundler/pack/builders/folder.py", "elif is_bundle_zip(folder / name):",
+           "elif False:", ("tests/test_zip_paths.py",)),
     Mutant("zip-modes-of-this-machine", "a Windows bundle's zip takes this machine's modes",
            ZIP, "return path.suffix.lower() in _WINDOWS_EXECUTABLE",
            "return bool(path.stat().st_mode & stat.S_IXUSR)", ("tests/test_zip_paths.py",)),

@@ -81,3 +81,27 @@ def test_a_windows_bundle_zips_the_same_whichever_machine_packs_it(
         modes = {info.filename: info.external_attr >> 16 & 0o777
                  for info in archive.infolist()}
     assert modes["app/run.cmd"] == 0o755 and modes["app/main.py"] == 0o644
+
+
+def test_a_zip_in_the_app_folder_is_not_shipped_by_the_next_pack(
+        workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """An app folder of "." holds dist/: `--zip dist/app.zip` puts the zip in the app
+    folder, and the next pack must not copy it into the bundle (a zip inside the zip,
+    one level deeper each pack, and never the same bytes twice)."""
+    spec = workspace.spec
+    spec.write_text(spec.read_text().replace('path = "app"', 'path = "."')
+                    .replace('entry = "main.py"', 'entry = "app/main.py"'))
+    zipped = workspace.root / "dist" / "app.zip"
+    assert run_cli(capsys, "pack", spec, "--zip", zipped)[0] == 0
+    first = zipped.read_bytes()
+    code, out, err = run_cli(capsys, "pack", spec, "--zip", zipped)
+    assert code == 0, err
+    assert "not copied from the app folder: dist/app.zip (a zip bundler made" in out
+    assert not (workspace.dist / "dist" / "app.zip").exists()
+    # The lock (in the app folder of ".") was written by the first pack, so the second
+    # bundle holds it; a third pack, with nothing changed, gives the second's bytes.
+    second = zipped.read_bytes()
+    assert run_cli(capsys, "pack", spec, "--zip", zipped)[0] == 0
+    assert zipped.read_bytes() == second and len(second) < 2 * len(first)
+    with zipfile.ZipFile(zipped) as archive:
+        assert not [name for name in archive.namelist() if name.endswith("/app.zip")]

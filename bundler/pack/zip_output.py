@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import RefusedError
+from bundler.manifest import MANIFEST_NAME
 from bundler.support.progress import byte_progress
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip can hold
@@ -78,12 +79,32 @@ def check_zip_path(path: Path, target: Path) -> Path:
 def _written_by_bundler(path: Path, top: str) -> bool:
     """Whether `path` is a zip `write_zip` made of a bundle named `top`: every member
     below `top/` and dated ZIP_EPOCH, as no archive NVIDIA or a user makes is."""
+    return _all_below(_members(path), top)
+
+
+def is_bundle_zip(path: Path) -> bool:
+    """Whether `path` is a zip `write_zip` made of any bundle (one top folder, every
+    member dated ZIP_EPOCH, a manifest in it): output, which the folder builder never
+    copies (an app folder of "." holds dist/ and the zip written there)."""
+    if path.suffix.lower() != ".zip" or not path.is_file():
+        return False
+    infos = _members(path)
+    top = infos[0].filename.split("/")[0] if infos else ""
+    return _all_below(infos, top) and any(
+        info.filename.endswith(f"/{MANIFEST_NAME}") for info in infos)
+
+
+def _members(path: Path) -> list[zipfile.ZipInfo]:
+    """The zip's members from its central directory ([] for anything but a zip)."""
     try:
         with zipfile.ZipFile(path) as archive:
-            infos = archive.infolist()
+            return archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError):
-        return False
-    return bool(infos) and infos[0].filename == f"{top}/" and all(
+        return []
+
+
+def _all_below(infos: list[zipfile.ZipInfo], top: str) -> bool:
+    return bool(top) and bool(infos) and infos[0].filename == f"{top}/" and all(
         info.filename.startswith(f"{top}/") and info.date_time == ZIP_EPOCH
         for info in infos)
 

@@ -12,6 +12,7 @@ from bundler.errors import BundlerError, SpecError
 from bundler.manifest import BootstrapEntry, UnsupportedManifest, find_manifest
 from bundler.pack.builders.base import BuildOptions, BuiltApp, Skipped
 from bundler.pack.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
+from bundler.pack.zip_output import is_bundle_zip
 from bundler.support.paths import (
     MAX_PATH,
     WINDOWS_NAME_HINT,
@@ -32,6 +33,7 @@ _BYTECODE = "Python bytecode (Python writes it again)"
 _OUTPUT = "the output folder itself"
 _DEBRIS = "left by a pack of this output or lock while it runs (staging, journal, lock)"
 _BUNDLE = "a bundle bundler made (it has the bootstrap and a bundler manifest)"
+_BUNDLE_ZIP = "a zip bundler made of a bundle (pack --zip)"
 _RUNTIME = "the runtime folder"
 
 
@@ -99,10 +101,10 @@ class _LeftOut:
 def outputs_in(folder: Path, names: list[str], target: Path | None, lock: Path | None = None
                ) -> dict[str, str]:
     """Which of `names` in `folder` are output, not app, and why: the bundle `target`
-    itself, what packs of `target` or `lock` keep beside them while they run, or another
-    bundle (bundler's bootstrap at its top and a bundler manifest). Never copied or
-    scanned; only these names: a user's `.env.new-prod` or `plugins/x/_cudnn_bootstrap.py`
-    is app."""
+    itself, what packs of `target` or `lock` keep beside them while they run, another
+    bundle (bundler's bootstrap at its top and a bundler manifest) or a zip bundler made
+    of one (zip_output.is_bundle_zip). Never copied or scanned; only these names: a
+    user's `.env.new-prod` or `plugins/x/_cudnn_bootstrap.py` is app."""
     here = folder.resolve() if target or lock else folder
     found: dict[str, str] = {}
     for name in names:
@@ -112,6 +114,8 @@ def outputs_in(folder: Path, names: list[str], target: Path | None, lock: Path |
             found[name] = _DEBRIS
         elif _is_bundle(folder / name):
             found[name] = _BUNDLE
+        elif is_bundle_zip(folder / name):
+            found[name] = _BUNDLE_ZIP
     return found
 
 
