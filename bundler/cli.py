@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("pack", parents=[common],
                             help="bundle the runtime into the app folder",
                             description="Pack an app with its own cuDNN runtime, as the "
-                            "spec says; writes dist/<app name>/ and SPEC.lock.")
+                            "spec says; writes dist/<app name>/ and SPEC.lock (and "
+                            "with --zip, the bundle as a zip). A change of the spec "
+                            "updates the lock and the summary says what changed.")
     p.add_argument("spec", metavar="SPEC", help="the app spec (TOML), e.g. app.spec")
     p.add_argument("--out", metavar="DIR", help="bundle folder (default: dist/<app name> "
                    "beside the spec)")
@@ -60,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "in the wheel cache")
     p.add_argument("--copy", action="store_true",
                    help="give the bundle its own copies of the runtime files instead of "
-                   "hard links into the runtime store (e.g. for a bundle you zip and ship)")
+                   "hard links into the runtime store (e.g. for a bundle you archive "
+                   "yourself; --zip reads the files' contents and needs no copies)")
     p.add_argument("--zip", metavar="PATH", help="also write the finished bundle as a "
                    "deterministic zip (its top folder is the bundle's; the same inputs give "
                    "the same bytes)")
