@@ -6,6 +6,8 @@ named by the recipe's sha256 pin; if absent, pip downloads it. The download is c
 against the pin before it enters the cache (a mismatch is refused and left out), so the cache only
 holds files some recipe names. pip is used rather than an HTTP client of our own so
 the user's index settings (pip.conf, PIP_INDEX_URL, proxies) apply.
+`fetch_pinned` is the same for any file pinned by sha256: the embedded-python builder
+gets python.org's embeddable CPython through it (pack/builders/cpython_embed.py).
 """
 
 from __future__ import annotations
