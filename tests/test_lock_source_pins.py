@@ -100,3 +100,21 @@ def test_an_archive_pin_holds_under_an_unrelated_spec_change(tmp_path: Path) -> 
     settled = check_lock(path, more, "follow", {"cudnn/x.dll": "cudnn",
                                                 "cudnn/cudart64_101.dll": "cuda"})
     assert "component cudart added" in settled.changes
+
+
+def test_a_format_1_lock_says_why_it_refuses_a_spec_change(
+        workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """A lock written before the spec record cannot follow the spec; the refusal says
+    so, or the user meets the old behaviour with no reason given."""
+    lock_path = workspace.spec.with_name("app.spec.lock")
+    written = json.loads(lock_path.read_text())
+    lock_path.write_text(json.dumps({"format": 1, **{key: written[key] for key in (
+        "recipe", "sources", "files")}}))
+    workspace.spec.write_text(workspace.spec.read_text().replace(
+        '["cnn_infer"]', '["cnn_infer", "adv_train"]'))
+    code, _, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 2 and "file cudnn/cudnn_adv_train64_8.dll added" in err
+    assert "a format-1 lock: it does not record the spec" in err and "--update-lock" in err
+    code, out, err = run_cli(capsys, "pack", workspace.spec, "--update-lock")
+    assert code == 0, err
+    assert json.loads(lock_path.read_text())["format"] == 2

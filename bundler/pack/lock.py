@@ -95,7 +95,10 @@ def check_lock(path: Path, new: Lock, policy: LockPolicy,
         return Settled(path.read_bytes())   # left byte for byte, even a format-1 lock
     refused = _input_changes(old, new, file_sources or {}) if by_spec else changes
     if refused:
-        raise LockError(f"{path}: the inputs differ from the lock: {_listed(refused)}",
+        # A format-1 lock cannot follow the spec: say why a spec change is refused.
+        why = (" (a format-1 lock: it does not record the spec it was made from, so a "
+               "spec change cannot be told from a changed input)" if old.spec is None else "")
+        raise LockError(f"{path}: the inputs differ from the lock{why}: {_listed(refused)}",
                         "if the change is intended, pack again with --update-lock")
     upgraded = [f"format {old.format} -> {new.format}"] if old.format != new.format else []
     return Settled(new.to_bytes(), _summary(by_spec + changes + upgraded))
