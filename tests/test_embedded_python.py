@@ -46,6 +46,7 @@ print(json.dumps({"version": version, "path": path.value.decode("mbcs"),
                   "dot": float(numpy.arange(4.0) @ numpy.arange(4.0)),
                   "helper": helper.NAME, "executable": sys.executable,
                   "argv": sys.argv[1:], "bootstrap": "_cudnn_bootstrap" in sys.modules,
+                  "sys_path": sys.path, "isolated": sys.flags.isolated,
                   "PATH": os.environ.get("PATH", "")}), flush=True)
 sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 '''

@@ -50,8 +50,10 @@ def test_the_launcher_runs_the_app_with_its_own_python_numpy_and_runtime(
         bundle: Path, app_python: WindowsPython, decoy_cudnn_dir: Path,
         tmp_path: Path) -> None:
     dist = own_copy(bundle, tmp_path)
+    stray = tmp_path / "stray"   # PYTHONPATH: ignored by the isolated embeddable CPython
     result = app_python.run_exe("cmd", ["/c", dist / "demo.cmd", "7", "two words", "--x=1"],
-                                path_dirs=[decoy_cudnn_dir], timeout=300)
+                                path_dirs=[decoy_cudnn_dir], timeout=300,
+                                env={"PYTHONPATH": to_windows_path(stray)})
     assert result.returncode == 7, result.stderr   # the app's exit code, through cmd
     report = _report(result.stdout)
     assert report["argv"] == ["7", "two words", "--x=1"]
@@ -61,6 +63,10 @@ def test_the_launcher_runs_the_app_with_its_own_python_numpy_and_runtime(
     assert report["numpy_file"].lower().startswith(to_windows_path(
         dist / "python" / "Lib" / "site-packages" / "numpy").lower())
     assert report["helper"] == "the app folder is on sys.path"
+    # sys.path is the ._pth's: the app folder first, nothing from PYTHONPATH
+    assert report["isolated"] == 1
+    assert report["sys_path"][0].lower() == to_windows_path(dist).lower()
+    assert not [p for p in report["sys_path"] if "stray" in p.lower()]
     assert report["bootstrap"] is True
     # the bundled cuDNN, although the decoy is on PATH (and stays there)
     assert report["version"] == 8003
