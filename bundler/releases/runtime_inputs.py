@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import SourceError
+from bundler.platforms import platform_for_wheel_tag
 from bundler.releases.families import RuntimeSet
 from bundler.support.zip_reader import ZipArchive
 
@@ -88,10 +89,19 @@ def _other_wheels(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> dict[str, 
         pinned = sources.get(sid, {})
         parsed = _WHEEL_NAME.match(path.name)
         if pinned.get("kind") == "wheel" and path.is_file() and parsed is not None \
-                and parsed["plat"] == pinned["platform_tag"] \
+                and _platform_tag(parsed["plat"], pinned["platform_tag"]) \
                 and path.name != pinned["file_name"]:
             found[sid] = path
     return found
+
+
+def _platform_tag(tags: str, pinned: str) -> str:
+    """The tag of a wheel's platform tags ("manylinux2014_x86_64.manylinux_2_17_x86_64")
+    for the pinned tag's platform ("" if none): another release of a companion may carry
+    another manylinux tag of the same platform."""
+    want = platform_for_wheel_tag(pinned)
+    return next((t for t in tags.split(".") if want is not None
+                 and platform_for_wheel_tag(t) is want), "")
 
 
 # -- a CUDA toolkit folder ------------------------------------------------------------------
@@ -231,8 +241,9 @@ def _with_wheel(tables: RuntimeTables, sid: str, path: Path) -> RuntimeTables:
     moved = {old: _same_file(old, members, path, sid) for old in pinned["contents"]}
     source = {**{k: v for k, v in pinned.items() if k not in ("sha256", "pin_source")},
               "version": parsed["version"], "file_name": path.name,
+              "platform_tag": _platform_tag(parsed["plat"], pinned["platform_tag"]),
               "contents": [moved[m] for m in pinned["contents"]]}
-    dlls = {_basename(m) for m in pinned["contents"] if m.lower().endswith(".dll")}
+    dlls = {_basename(m) for m in pinned["contents"] if ".dist-info/" not in m}
     files = {name: ({k: v for k, v in facts.items() if k != "version"}
                     if name in dlls else facts) for name, facts in tables.files.items()}
     licences = [{**lic, "member": moved.get(lic["member"], lic["member"])}
