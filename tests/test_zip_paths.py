@@ -107,3 +107,29 @@ def test_a_zip_in_the_app_folder_is_not_shipped_by_the_next_pack(
         assert not [name for name in archive.namelist()
                     if name.endswith("/app.zip") or "/.app.zip." in name]
 
+
+
+def _zip_of_a_newer_version(path: Path) -> Path:
+    """A zip whose central directory asks for extract version 7.0: zipfile raises
+    NotImplementedError (not BadZipFile) on opening it."""
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data/readme.txt", "an app's own archive")
+    raw = bytearray(path.read_bytes())
+    central = raw.index(b"PK\x01\x02")
+    raw[central + 6:central + 8] = (70).to_bytes(2, "little")   # version needed
+    path.write_bytes(bytes(raw))
+    with pytest.raises(NotImplementedError):
+        zipfile.ZipFile(path)
+    return path
+
+
+def test_a_zip_zipfile_cannot_open_is_app_content_and_never_replaced(
+        workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ours = _zip_of_a_newer_version(workspace.root / "app" / "assets.zip")
+    code, _, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 0, err   # looked at (is it a bundle's zip?) and copied, not a crash
+    assert (workspace.dist / "assets.zip").read_bytes() == ours.read_bytes()
+    before = _sha(ours)
+    code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", ours)
+    assert code == 2 and "not a zip bundler wrote" in err, err
+    assert _sha(ours) == before

@@ -99,8 +99,8 @@ def _members(path: Path) -> list[zipfile.ZipInfo]:
     try:
         with zipfile.ZipFile(path) as archive:
             return archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError):
-        return []
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, ValueError):
+        return []   # as support/zip_reader.py: zipfile's ways of saying "not a zip I read"
 
 
 def _all_below(infos: list[zipfile.ZipInfo], top: str) -> bool:
