@@ -7,7 +7,9 @@ after a pack that otherwise succeeded. Real packs of the stand-in runtime."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import stat
 import zipfile
 from pathlib import Path
 
@@ -133,3 +135,13 @@ def test_a_zip_zipfile_cannot_open_is_app_content_and_never_replaced(
     code, _, err = run_cli(capsys, "pack", workspace.spec, "--zip", ours)
     assert code == 2 and "not a zip bundler wrote" in err, err
     assert _sha(ours) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_as_zip_path_is_refused_not_waited_on(
+        workspace: Workspace, tmp_path: Path) -> None:
+    from tests.test_hostile_files import make_fifo, refused_fifo
+
+    fifo = make_fifo(tmp_path / "app.zip")
+    refused_fifo(fifo, "pack", workspace.spec, "--zip", fifo)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and not workspace.dist.exists()

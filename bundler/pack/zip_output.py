@@ -63,6 +63,10 @@ def check_zip_path(path: Path, target: Path) -> Path:
     if path.is_dir():
         raise RefusedError(f"{path}: is a folder, not a zip file name",
                            f"name the file, e.g. --zip {path / (target.name + '.zip')}")
+    # A named pipe would be opened (below) and waited on for ever; a device replaced.
+    if path.exists() and not path.is_file():
+        raise RefusedError(f"{path}: not a regular file (a named pipe or a device); "
+                           "refusing to replace it", "give --zip a file name")
     # A typo must not replace the spec, the lock or a script: only a zip is replaced.
     if path.exists() and not zipfile.is_zipfile(path):
         raise RefusedError(f"{path}: exists and is not a zip; refusing to replace it",
