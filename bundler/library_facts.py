@@ -30,6 +30,7 @@ class LibraryFacts:
     exports: tuple[str, ...] = ()   # read only when asked: cuBLAS exports thousands
     soname: str = ""            # ELF: the name the loader knows it by
     runpath: tuple[str, ...] = ()   # ELF: RUNPATH (or RPATH) entries, as written
+    glibc: str = ""             # ELF: the newest GLIBC_x.y symbol version it needs ("2.27")
 
     @property
     def all_imports(self) -> tuple[str, ...]:

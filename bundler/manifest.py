@@ -58,6 +58,9 @@ class Versions:
     # The oldest driver that runs the runtime under CUDA minor-version compatibility;
     # "" before CUDA 11. The driver check requires this where given, else min_driver.
     min_driver_compat: str = ""
+    # Linux: the newest GLIBC_x.y symbol version a bundled library needs ("2.27"); the
+    # bootstrap refuses an older glibc with that figure. "" on Windows.
+    min_glibc: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Read what the dynamic loader reads of an ELF shared library: its machine, SONAME,
-NEEDED entries (the static imports), RUNPATH, and (when asked) its exported symbols.
-Only the headers and the dynamic section are read (pyelftools), never the code."""
+NEEDED entries (the static imports), RUNPATH, the glibc it needs (the newest GLIBC_x.y
+symbol version of .gnu.version_r) and (when asked) its exported symbols. Only the
+headers, the dynamic and version sections are read (pyelftools), never the code."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def read_elf(path: Path, exports: bool = False) -> LibraryFacts:
             image = ELFFile(handle)
             machine = MACHINES.get(image["e_machine"], str(image["e_machine"]))
             needed, soname, runpath = _dynamic(image)
+            glibc = _glibc_needed(image)
             exported = _exported(image) if exports else ()
     except (ELFError, OSError, ValueError) as exc:
         raise CheckError(f"{path}: not a valid Linux shared library ({exc})",
@@ -40,7 +42,7 @@ def read_elf(path: Path, exports: bool = False) -> LibraryFacts:
                          ) from None
     return LibraryFacts(machine=machine, file_version="", product_version="",
                         imports=needed, delay_imports=(), exports=exported,
-                        soname=soname, runpath=runpath)
+                        soname=soname, runpath=runpath, glibc=glibc)
 
 
 def _dynamic(image: ELFFile) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
@@ -64,6 +66,26 @@ def _dynamic(image: ELFFile) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
             else:
                 runpath = tuple(p for p in value.split(":") if p)
     return tuple(needed), soname, runpath
+
+
+def _glibc_needed(image: ELFFile) -> str:
+    """The newest glibc symbol version the library needs ("2.27"), "" if none: the
+    loader refuses it on an older glibc ("version `GLIBC_2.27' not found")."""
+    from elftools.elf.gnuversions import GNUVerNeedSection
+
+    found: list[tuple[int, ...]] = []
+    for section in image.iter_sections():
+        if isinstance(section, GNUVerNeedSection):
+            # glibc's versions, whichever of its libraries (libc, libm, ld-linux) has them.
+            found += [glibc_key(aux.name.removeprefix("GLIBC_"))
+                      for _, auxiliary in section.iter_versions() for aux in auxiliary
+                      if aux.name.startswith("GLIBC_") and aux.name[6:7].isdigit()]
+    return ".".join(map(str, max(found))) if found else ""
+
+
+def glibc_key(version: str) -> tuple[int, ...]:
+    """ "2.27" -> (2, 27), comparable; "2.2.5" -> (2, 2, 5)."""
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
 def _exported(image: ELFFile) -> tuple[str, ...]:

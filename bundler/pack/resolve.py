@@ -25,6 +25,7 @@ class ResolvedRuntime:
     load_order: list[str]   # relpaths of the DLLs, dependencies first
     # source id -> what could not be checked (an era whose files bundler never saw)
     unchecked: Mapping[str, list[str]] = field(default_factory=dict)
+    min_glibc: str = ""     # the newest glibc a library needs (ELF); "" if none
 
 
 def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile],
@@ -47,8 +48,14 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
             unchecked.setdefault(item.file.source, []).append(
                 f"{item.file.name}'s cudnnGetVersion is code bundler cannot read: its "
                 "release is not checked")
+    glibc = [info.glibc for info in infos.values() if info.glibc]
     return ResolvedRuntime(files=files, load_order=[relpath[name] for name in order],
-                           unchecked=unchecked)
+                           unchecked=unchecked,
+                           min_glibc=max(glibc, key=_version_key) if glibc else "")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
 
 
 def _bundled(staged: StagedFile, info: LibraryFacts | None) -> FileEntry:

@@ -9,17 +9,10 @@ Written into the app by `bundler pack`; standard library only. Importing it:
 3. registers the runtime folder with os.add_dll_directory, for loads that honour it;
 4. preloads every runtime DLL by absolute path, in the manifest's load order.
 
-On Linux (a linux-x86_64 bundle) step 4 uses dlopen with RTLD_GLOBAL: a later dlopen by
-SONAME gets the bundled copy (glibc searches LD_LIBRARY_PATH before RUNPATH, so a copy in
-a folder alone does not win). LD_LIBRARY_PATH is never read. Steps 2-3 are Windows's.
-
-Why preload by absolute path: TensorFlow and PaddlePaddle load "cudnn64_8.dll"
-with a plain LoadLibrary by bare name, which searches PATH and ignores
-add_dll_directory folders. But a bare-name load returns a module already loaded
-under that name, so once ours is loaded every later load gets ours. PyTorch does
-the same for torch\\lib.
-
-It never reads PATH to find the runtime and never writes os.environ.
+On Linux it refuses a glibc older than the manifest's min_glibc, then step 4 dlopens with
+RTLD_GLOBAL, so a later dlopen by SONAME gets the bundled copy (glibc searches
+LD_LIBRARY_PATH, never read here, before RUNPATH); steps 2-3 are Windows's. Why by
+absolute path: docs/bootstrap.md. It never reads PATH or writes os.environ.
 Run `python _cudnn_bootstrap.py` to print report(): versions and load paths.
 """
 
@@ -327,10 +320,8 @@ def activate():
         return
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
     _check_driver()
-    # For DEFAULT_DIRS loads (ctypes, extension modules, a DLL loading a sibling) of a
-    # bundled DLL not preloaded yet, e.g. one loaded while another is being preloaded.
-    # Python 3.7 has no os.add_dll_directory. The preload below does not need it: each DLL
-    # is loaded by absolute path and its imports resolve beside it (_LOAD_FLAGS).
+    # For DEFAULT_DIRS loads of a bundled DLL not preloaded yet (ctypes, a DLL loading a
+    # sibling). Python 3.7 lacks it; the preload does not need it (_LOAD_FLAGS).
     if _dll_directory is None and hasattr(os, "add_dll_directory"):
         _dll_directory = os.add_dll_directory(runtime_folder())  # kept: a retry reuses it
     already_loaded = _loaded_modules()
@@ -350,13 +341,23 @@ def _mapped_libraries():
     return {os.path.basename(path): path for path in reversed(paths) if path.startswith("/")}
 
 
+def glibc_problem(needed, found=""):
+    """Why glibc `found` (default: this machine's) cannot run libraries needing `needed`."""
+    found = found or os.confstr("CS_GNU_LIBC_VERSION").split(" ")[-1]  # "glibc 2.39"
+    return (f"this app's bundled CUDA runtime needs glibc >= {needed} (GLIBC_{needed} "
+            f"symbols); this machine has glibc {found}: run it on a newer Linux"
+            ) if needed and driver_older(found, needed) else ""
+
+
 def _activate_linux():
     global _manifest, _activated
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
     if not str(_manifest.get("platform", "")).startswith("linux"):
         return  # a Windows bundle run here: none of its files can load
+    problem = glibc_problem(_manifest.get("versions", {}).get("min_glibc", ""))
+    if problem:
+        raise BundledRuntimeError(problem)
     import ctypes
-
     mapped = _mapped_libraries()
     _loaded.clear()
     for relpath in _manifest.get("load_order", []):

@@ -34,7 +34,7 @@ from bundler.lockfile import Lock
 from bundler.manifest import FileEntry, Versions, find_manifest
 from bundler.platforms import known_platforms, platform_for, windows
 from bundler.recipe import Recipe, shipped_recipes
-from bundler.runtime.bootstrap import driver_check, same_file
+from bundler.runtime.bootstrap import driver_check, glibc_problem, same_file
 from bundler.support.hashing import sha256_file
 from bundler.support.text_tables import format_table
 
@@ -64,8 +64,9 @@ class BundleReport:
 
 
 def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
-                   lock: Lock | None = None) -> BundleReport:
-    """`lock`: the bundle's lock, to check each file against it too (doctor --lock)."""
+                   lock: Lock | None = None, glibc: str = "") -> BundleReport:
+    """`lock`: the bundle's lock, to check each file against it too (doctor --lock);
+    `glibc`: the glibc of the machine the app is for (default: this one's, on Linux)."""
     found = find_manifest(app.resolve())
     checked = verify(app, found, lock)
     manifest = found.manifest
@@ -88,8 +89,28 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
                        if d.how == "runtime" and d.status != "bundled"})
     placed += place(find_copies(folders, left_out)) if left_out else []
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
-                + _bundle_driver_findings(report) + _shadow_findings(report))
+                + _bundle_driver_findings(report) + _shadow_findings(report)
+                + _glibc_findings(report, glibc))
     return replace(report, findings=tuple(findings))
+
+
+def _glibc_findings(report: BundleReport, glibc: str) -> list[Finding]:
+    """A Linux bundle's min_glibc (its libraries' newest GLIBC_x.y) against the machine's,
+    by the bootstrap's own rule: an older glibc stops the app at start-up."""
+    needed = report.versions.get("min_glibc", "")
+    if not needed:
+        return []
+    if not glibc and not sys.platform.startswith("linux"):
+        return [Finding(NOTE, "glibc", f"the bundle needs glibc >= {needed}; not checked: "
+                        "this is not Linux")]
+    glibc = glibc or (os.confstr("CS_GNU_LIBC_VERSION") or "").split(" ")[-1]
+    problem = glibc_problem(needed, glibc)
+    if problem:
+        return [Finding(PROBLEM, "glibc", f"{problem} (the app stops at start-up)",
+                        f"run the app on a Linux with glibc >= {needed}, or pack a cuDNN "
+                        "release whose wheels are built for an older glibc")]
+    return [Finding(OK, "glibc", f"glibc {glibc} runs the bundle's libraries (they need "
+                    f">= {needed})")]
 
 
 def _plain_versions(versions: Versions) -> dict[str, str]:
