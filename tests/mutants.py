@@ -1,5 +1,5 @@
-"""Break the bootstrap, doctor, the lock, --zip and the embedded-python builder one
-mechanism at a time; see which tests notice.
+"""Break the bootstrap, doctor, the lock, --zip, the embedded-python builder, the Linux
+release families and the glibc check one mechanism at a time; see which tests notice.
 
     python3 -m tests.mutants            # every mutant
     python3 -m tests.mutants flags0     # one, by name
@@ -37,6 +37,8 @@ EMBED = "bundler/pack/builders/embedded_python.py"
 EMBED_TESTS = ("tests/test_embedded_python.py", "tests/test_embedded_python_wine.py")
 ZIP_TESTS = ("tests/test_zip_output.py",)
 INIT_TESTS = ("tests/test_init.py",)
+LINUX_RELEASE_TESTS = ("tests/test_linux_releases.py",)
+GLIBC_TESTS = ("tests/test_linux_glibc.py",)
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,19 @@ MUTANTS = (
     Mutant("init-finds-nothing", "init: no input is looked for beside the app",
            "bundler/init_inputs.py", "found = _match(spec, nearby)", "found = None",
            INIT_TESTS),
+    Mutant("linux-family-windows-names", "Linux families keep the Windows file names",
+           "bundler/releases/families.py", "return target.library_file(stem, version)",
+           "return file", LINUX_RELEASE_TESTS),
+    Mutant("no-linux-rows", "the generator has no manylinux row for cuDNN cu12",
+           "bundler/releases/generate.py",
+           '    Family("nvidia-cudnn-cu12", _MANYLINUX, "nvidia/cudnn/lib", _SO),\n', "",
+           LINUX_RELEASE_TESTS),
+    Mutant("glibc-not-read", "the ELF reader does not read .gnu.version_r",
+           "bundler/linux/elf_file.py", "glibc = _glibc_needed(image)", 'glibc = ""',
+           GLIBC_TESTS),
+    Mutant("glibc-not-checked", "the bootstrap does not compare the machine's glibc",
+           BOOTSTRAP, 'problem = glibc_problem(_manifest.get("versions", {})',
+           'problem = "" and glibc_problem(_manifest.get("versions", {})', GLIBC_TESTS),
 )
 
 
