@@ -46,6 +46,12 @@ def test_a_linux_release_resolves_to_nvidias_manylinux_wheels(name: str) -> None
     twin = find_recipe(name.replace("-linux-x64", "-win-x64"), PROJECT_ROOT)
     assert _shape(recipe) == _shape(twin)
     assert recipe.select(None)
+    # The driver minimum comes from the Linux table (bundler/linux/compat.toml).
+    table = LINUX.driver_table()
+    assert recipe.min_driver == (table.min_driver_for(recipe.cuda) or "580")
+    assert recipe.min_driver_compat == table.minor_compatible_from(recipe.cuda)
+    if recipe.cuda == "12.9.1":
+        assert (recipe.min_driver, twin.min_driver) == ("575.51.03", "576.57")
 
 
 def _shape(recipe: Recipe) -> dict[str, tuple[list[str], list[str], bool]]:
