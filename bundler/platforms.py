@@ -65,6 +65,9 @@ class Platform:
     wheel_tags: str           # a regular expression matching its wheels' platform tags
     library_stem: Callable[[str], str]         # cudnn_graph64_9.dll -> cudnn_graph ("" if none)
     library_file: Callable[[str, str], str]    # (cudnn_graph, 9) -> the file's name
+    # This machine's driver: (its library's path, cuDriverGetVersion, release, error).
+    # Linux's; Windows doctor and the bootstrap use the bootstrap's own probe_driver.
+    probe_driver: Callable[[], tuple[str, int, str, str]] | None = None
 
     def name_key(self, name: str) -> str:
         """The form two library names are compared in (the same file when equal)."""

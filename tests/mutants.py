@@ -39,6 +39,7 @@ ZIP_TESTS = ("tests/test_zip_output.py",)
 INIT_TESTS = ("tests/test_init.py",)
 LINUX_RELEASE_TESTS = ("tests/test_linux_releases.py",)
 GLIBC_TESTS = ("tests/test_linux_glibc.py",)
+LINUX_DOCTOR_TESTS = ("tests/test_linux_doctor.py",)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,9 @@ MUTANTS = (
     Mutant("glibc-not-checked", "the bootstrap does not compare the machine's glibc",
            BOOTSTRAP, 'problem = glibc_problem(_manifest.get("versions", {})',
            'problem = "" and glibc_problem(_manifest.get("versions", {})', GLIBC_TESTS),
+    Mutant("linux-driver-unchecked", "doctor does not probe libcuda.so.1 for a Linux bundle",
+           BUNDLE_CHECKS, "else _linux_driver(manifest.platform, versions))", "else {})",
+           LINUX_DOCTOR_TESTS),
 )
 
 

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from bundler.library_facts import BITS
+from bundler.linux.driver import probe_libcuda
 from bundler.linux.elf_file import is_elf, read_elf
 from bundler.linux.facts import linux_driver_table, linux_facts
 from bundler.platforms import UNSIGNED, Platform, SignatureCheck, Trust
@@ -40,4 +41,5 @@ LINUX = Platform(
     release_suffix="linux-x64", label="Linux x86-64",
     # manylinux1/2010/2014 and PEP 600's manylinux_2_NN: NVIDIA has used each.
     wheel_tags=r"manylinux(1|2010|2014|_2_\d+)_x86_64",
-    library_stem=library_stem, library_file=lambda stem, version: f"lib{stem}.so.{version}")
+    library_stem=library_stem, library_file=lambda stem, version: f"lib{stem}.so.{version}",
+    probe_driver=probe_libcuda)

@@ -34,7 +34,7 @@ from bundler.lockfile import Lock
 from bundler.manifest import FileEntry, Versions, find_manifest
 from bundler.platforms import known_platforms, platform_for, windows
 from bundler.recipe import Recipe, shipped_recipes
-from bundler.runtime.bootstrap import driver_check, glibc_problem, same_file
+from bundler.runtime.bootstrap import driver_check, glibc_problem, judge_driver, same_file
 from bundler.support.hashing import sha256_file
 from bundler.support.text_tables import format_table
 
@@ -81,7 +81,8 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
         platform=manifest.platform, versions=versions,
         require_driver=manifest.require_driver, verify=checked.to_dict(),
         dlls=_bundled_dlls(found.root, entries, checked, placed, manifest.recipe.name),
-        driver=driver_check(versions) if os.name == "nt" else {})
+        driver=driver_check(versions) if os.name == "nt"
+        else _linux_driver(manifest.platform, versions))
     expected = {PurePosixPath(e.path).name.lower() for e in entries}
     # The DLLs loaded by name at run time but left out: a copy of one on the search
     # path is what that load would get.
@@ -111,6 +112,19 @@ def _glibc_findings(report: BundleReport, glibc: str) -> list[Finding]:
                         "release whose wheels are built for an older glibc")]
     return [Finding(OK, "glibc", f"glibc {glibc} runs the bundle's libraries (they need "
                     f">= {needed})")]
+
+
+def _linux_driver(platform: str, versions: dict[str, str]) -> dict[str, str]:
+    """A Linux bundle on Linux: libcuda.so.1 judged by the bootstrap's driver rule
+    (the driver tables' figures in the manifest); {} elsewhere."""
+    probe = platform_for(platform).probe_driver if platform in known_platforms() else None
+    if probe is None or not sys.platform.startswith("linux"):
+        return {}
+    path, supported, release, error = probe()
+    # The release is not a Windows file version: the rule compares cuDriverGetVersion.
+    found = judge_driver(versions, path, supported, "", error)
+    problem = found["problem"].replace("(nvcuda.dll cannot be loaded: ", "(")
+    return {**found, "problem": problem, "driver_version": release}
 
 
 def _plain_versions(versions: Versions) -> dict[str, str]:
@@ -230,7 +244,8 @@ def _runtime_load_findings(facts: DllFacts, placed: list[PlacedCopy]) -> list[Fi
 
 def _bundle_driver_findings(report: BundleReport) -> list[Finding]:
     if not report.driver:
-        return [Finding(NOTE, "driver", "the driver was not checked: this is not Windows")]
+        return [Finding(NOTE, "driver", "the driver was not checked: this machine is not "
+                        "the bundle's platform")]
     problem = report.driver.get("problem", "")
     if problem:
         effect = ("the app stops at start-up (require_driver = true)" if report.require_driver
