@@ -181,3 +181,10 @@ def test_the_family_packs_the_same_files_as_the_hand_written_linux_recipe(
         "NVIDIA_CUDA_runtime_LICENSE.txt"}
     with zipfile.ZipFile(cudart) as wheel:
         assert "nvidia/cu13/lib/libcudart.so.13" in wheel.namelist()
+
+
+def test_an_unknown_linux_release_names_the_closest_linux_ones(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "recipes", "cudnn-9.1.0.71-cuda12-linux-x64")
+    assert code == 2 and "closest known: cudnn-9.1.0.70-cuda12-linux-x64, " \
+        "cudnn-9.1.1.17-cuda12-linux-x64" in err and "win-x64" not in err
