@@ -68,6 +68,9 @@ class Platform:
     # This machine's driver: (its library's path, cuDriverGetVersion, release, error).
     # Linux's; Windows doctor and the bootstrap use the bootstrap's own probe_driver.
     probe_driver: Callable[[], tuple[str, int, str, str]] | None = None
+    # Why two copies of one library in one process fail here ({name}: the library's), for
+    # pack's refusal of an app that ships its own copy of one the bundle preloads.
+    app_copy_harm: str = ""
 
     def name_key(self, name: str) -> str:
         """The form two library names are compared in (the same file when equal)."""

@@ -42,4 +42,6 @@ LINUX = Platform(
     # manylinux1/2010/2014 and PEP 600's manylinux_2_NN: NVIDIA has used each.
     wheel_tags=r"manylinux(1|2010|2014|_2_\d+)_x86_64",
     library_stem=library_stem, library_file=lambda stem, version: f"lib{stem}.so.{version}",
-    probe_driver=probe_libcuda)
+    probe_driver=probe_libcuda,
+    app_copy_harm="torch opens site-packages/nvidia/*/lib by absolute path, so both "
+    "{name} are mapped and which one a symbol binds to depends on the load order")

@@ -108,8 +108,9 @@ def _refuse_app_copies(recipe: Recipe, components: list[Component], shipped: dic
     who = owner.title if owner else where.split("/", 1)[0]
     raise CheckError(
         f"the app ships its own {name} ({where}, from {who}) and the bundle would preload "
-        f"{recipe.name}'s {name}: two DLLs of one name in one process break the framework "
-        f"that loads its own second (torch: 'WinError 127 ... Error loading "
-        f"{name}')", f"{who} brings its own CUDA and cuDNN: ship this app without a "
-        "bundled runtime, or, if another framework in it needs the bundle, set [scan] "
+        f"{recipe.name}'s {name}: two {recipe.target.library_word}s of one name in one "
+        f"process break the framework that loads its own second "
+        f"({recipe.target.app_copy_harm.format(name=name)})",
+        f"{who} brings its own CUDA and cuDNN: ship this app without a bundled runtime, "
+        "or, if another framework in it needs the bundle, set [scan] "
         "allow_app_copies = true and import that framework before torch")

@@ -35,4 +35,6 @@ WINDOWS = Platform(
     shipped_roots=lambda: tuple(authenticode.shipped_roots()),
     any_shipped_signer=authenticode.any_shipped_signer,
     release_suffix="win-x64", label="Windows x64", wheel_tags=r"win_amd64",
-    library_stem=library_stem, library_file=lambda stem, version: f"{stem}64_{version}.dll")
+    library_stem=library_stem, library_file=lambda stem, version: f"{stem}64_{version}.dll",
+    # The framework that loads its own second fails (LoadLibrary finds the first by name).
+    app_copy_harm="torch: 'WinError 127 ... Error loading {name}'")
