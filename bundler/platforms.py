@@ -35,6 +35,16 @@ from bundler.windows.authenticode import CHANGED, OK, UNSIGNED, SignatureCheck, 
 
 
 @dataclass(frozen=True)
+class FoundLibrary:
+    """One copy of a library name a bare-name load could reach (doctor)."""
+
+    name: str
+    path: str
+    reached_as: str   # "LD_LIBRARY_PATH[1]" or "ldconfig cache"
+    role: str         # "picked" (the load gets it) or "shadowed" (an earlier copy wins)
+
+
+@dataclass(frozen=True)
 class Platform:
     """One operating system and architecture, as bundler's shared layers see it."""
 
@@ -71,6 +81,9 @@ class Platform:
     # Why two copies of one library in one process fail here ({name}: the library's), for
     # pack's refusal of an app that ships its own copy of one the bundle preloads.
     app_copy_harm: str = ""
+    # (patterns, the search path variable's value): every copy a bare-name load could
+    # reach, in order. Linux's; Windows doctor has its own DLL search (diagnose/doctor/host.py).
+    bare_name_search: Callable[[tuple[str, ...], str], list[FoundLibrary]] | None = None
 
     def name_key(self, name: str) -> str:
         """The form two library names are compared in (the same file when equal)."""

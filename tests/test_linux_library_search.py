@@ -5,14 +5,18 @@ libcudnn.so.9 (gcc-built ELF) in folders on LD_LIBRARY_PATH, and this machine's 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from bundler.linux.library_search import bare_name_search, ldconfig_cache, read_ldconfig
+from tests.packing import own_environ
 from tests.test_linux_bundle import SHIM, _library
 from tests.test_linux_bundle import pytestmark as linux_with_gcc
+from tests.test_linux_doctor import _driver
+from tests.winenv.paths import PROJECT_ROOT
 
 pytestmark = linux_with_gcc
 
@@ -52,3 +56,25 @@ def test_this_machines_ldconfig_cache_is_read() -> None:
     assert ldconfig_cache("\tlibfoo.so.1 (libc6) => /usr/lib32/libfoo.so.1\n") == []
     assert ldconfig_cache("\tlibfoo.so.1 (libc6,x86-64, OS ABI: Linux 3.2.0) => /l/libfoo.so.1"
                           ) == [("libfoo.so.1", "/l/libfoo.so.1")]
+
+
+def test_machine_doctor_on_linux_names_the_picked_and_shadowed_copies_and_the_driver(
+        tmp_path: Path) -> None:
+    """`bundler doctor` (no APPDIR) on this Linux machine, as a process: LD_LIBRARY_PATH
+    holds two stand-in cuDNNs and a gcc-built libcuda.so.1 answering cuDriverGetVersion."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        _library(folder, "libcudnn.so.9", SHIM, "-ldl")
+    driver = _driver(tmp_path / "driver", "580.65.06", 13000)
+    env = {**own_environ(), "PATH": os.environ.get("PATH", ""),
+           "LD_LIBRARY_PATH": f"{first}:{second}:{driver}"}
+    done = subprocess.run([sys.executable, "-m", "bundler", "doctor", "--json"],
+                          cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                          check=False, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    messages = [f["message"] for f in json.loads(done.stdout)["findings"]]
+    assert (f"libcudnn.so.9: a bare-name load gets {first / 'libcudnn.so.9'} "
+            f"(LD_LIBRARY_PATH[1]), shadowing {second / 'libcudnn.so.9'} "
+            "(LD_LIBRARY_PATH[2])") in messages
+    assert (f"NVIDIA driver {driver / 'libcuda.so.580.65.06'}, release 580.65.06: supports "
+            "CUDA 13.0") in messages

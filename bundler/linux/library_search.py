@@ -14,21 +14,12 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from bundler.platforms import FoundLibrary
 
 # "	libcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9"
 _CACHE_LINE = re.compile(r"^\s+(?P<name>\S+)\s+\((?P<tags>[^)]*)\)(?:\s+OS ABI:[^=]*)?"
                          r"\s+=>\s+(?P<path>\S.*)$")
-
-
-@dataclass(frozen=True)
-class FoundLibrary:
-    """One copy of a library name a bare-name load could reach."""
-
-    name: str
-    path: str
-    reached_as: str   # "LD_LIBRARY_PATH[1]" or "ldconfig cache"
-    role: str         # "picked" (the load gets it) or "shadowed" (an earlier copy wins)
 
 
 def ldconfig_cache(text: str, word: str = "x86-64") -> list[tuple[str, str]]:

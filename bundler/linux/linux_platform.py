@@ -12,6 +12,7 @@ from bundler.library_facts import BITS
 from bundler.linux.driver import probe_libcuda
 from bundler.linux.elf_file import is_elf, read_elf
 from bundler.linux.facts import linux_driver_table, linux_facts
+from bundler.linux.library_search import bare_name_search, read_ldconfig
 from bundler.platforms import UNSIGNED, Platform, SignatureCheck, Trust
 
 
@@ -43,5 +44,6 @@ LINUX = Platform(
     wheel_tags=r"manylinux(1|2010|2014|_2_\d+)_x86_64",
     library_stem=library_stem, library_file=lambda stem, version: f"lib{stem}.so.{version}",
     probe_driver=probe_libcuda,
+    bare_name_search=lambda patterns, path: bare_name_search(patterns, path, read_ldconfig()),
     app_copy_harm="torch opens site-packages/nvidia/*/lib by absolute path, so both "
     "{name} are mapped and which one a symbol binds to depends on the load order")

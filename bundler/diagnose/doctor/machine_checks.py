@@ -31,7 +31,8 @@ from bundler.diagnose.doctor.host import (
     process_bits,
     search_folders,
 )
-from bundler.platforms import DriverTable, FrameworkEntry, windows
+from bundler.diagnose.doctor.linux_machine import linux_machine_findings
+from bundler.platforms import DriverTable, FrameworkEntry, platform_for, windows
 from bundler.runtime.bootstrap import cuda_text, runs_on
 from bundler.support.text_tables import format_table
 
@@ -81,7 +82,10 @@ def examine_machine(environ: Mapping[str, str] | None = None,
                            process_bits())
     if os.name == "nt":
         return report
-    return replace(report, findings=(_not_windows(),) + report.findings)
+    linux: tuple[Finding, ...] = ()
+    if sys.platform.startswith("linux"):   # choosing the platform: its own search and driver
+        linux = tuple(linux_machine_findings(platform_for("linux-x86_64"), environ))
+    return replace(report, findings=linux + (_not_windows(),) + report.findings)
 
 
 def _not_windows() -> Finding:
