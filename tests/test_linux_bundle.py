@@ -221,6 +221,7 @@ def test_inspect_reads_a_linux_library(tmp_path: Path,
                     f"-L{site}", "-l:libcudnn_graph.so.9")
     code, out, err = run_cli(capsys, "inspect", shim, "--json")
     assert code == 0, err
+    assert json.loads(out)["kind"] == "library"   # "dll" is a PE file's
     [facts] = json.loads(out)["dlls"]
     assert facts["machine"] == "X86_64" and facts["signature"] is None
     statuses = {d["name"]: d["status"] for d in facts["dependencies"]}

@@ -70,7 +70,7 @@ class RecipeMatch:
 @dataclass(frozen=True)
 class InspectReport:
     path: str
-    kind: str      # "dll", "folder", "archive" or "wheel"
+    kind: str      # "dll" (PE), "library" (ELF), "folder", "archive" or "wheel"
     size: int
     sha256: str    # of the archive or wheel; "" otherwise
     members: tuple[Member, ...]   # of an archive or wheel, by name
@@ -184,7 +184,9 @@ def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> Inspe
         facts = dll_facts(path, beside, recipes, platform=platform)
         if facts.error:
             raise CheckError(facts.error, "inspect a DLL, a folder, a zip archive or a wheel")
-        return InspectReport(str(path), "dll", facts.size, "", (), (facts,), ())
+        # "dll" for a PE file, "library" for an ELF one (docs/formats.md, "inspect --json").
+        return InspectReport(str(path), platform.library_word.lower(), facts.size, "", (),
+                             (facts,), ())
     raise CheckError(f"{path}: not a DLL, a shared library, a zip archive or a wheel",
                      "inspect a DLL or .so file, a folder, a zip archive or a wheel")
 
@@ -295,9 +297,8 @@ def render(report: InspectReport) -> list[str]:
 
 
 def _headline(report: InspectReport) -> str:
-    if report.kind == "dll":   # a DLL, or an ELF shared library (the same JSON kind)
-        word = "DLL" if windows().is_library(report.path) else "shared library"
-        return f"{report.path}: {word}"
+    if report.kind in ("dll", "library"):   # a DLL, or an ELF shared library
+        return f"{report.path}: {'DLL' if report.kind == 'dll' else 'shared library'}"
     if report.kind == "folder":
         dlls_only = all(windows().is_library(d.name) for d in report.dlls)
         return (f"{report.path}: folder, {len(report.dlls)} "
