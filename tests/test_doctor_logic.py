@@ -12,9 +12,9 @@ import pytest
 
 from bundler.diagnose.doctor.findings import PROBLEM, place
 from bundler.diagnose.doctor.host import (
-    DllCopy,
     DriverFacts,
     InstalledFramework,
+    LibraryCopy,
     SearchFolder,
     installed_frameworks,
     search_folders,
@@ -126,8 +126,8 @@ def _folder(path: str, label: str, order: int) -> SearchFolder:
 
 
 def _copy(name: str, folder: SearchFolder, sha: str, machine: str = "AMD64",
-          version: str = "8.0.3.33") -> DllCopy:
-    return DllCopy(name=name, path=f"{folder.path}/{name}", folder=folder, size=10,
+          version: str = "8.0.3.33") -> LibraryCopy:
+    return LibraryCopy(name=name, path=f"{folder.path}/{name}", folder=folder, size=10,
                    machine=machine, version=version, sha256=sha)
 
 
@@ -139,7 +139,7 @@ OLD_DRIVER = DriverFacts(True, "/win/system32/nvcuda.dll", "", 10000, "411.31",
                          "nvcuda.dll file version 25.21.14.1131", "", ())
 
 
-def _judge(copies: list[DllCopy], driver: DriverFacts = OLD_DRIVER,
+def _judge(copies: list[LibraryCopy], driver: DriverFacts = OLD_DRIVER,
            frameworks: list[FrameworkReport] | None = None, bits: int = 64):
     return judge_machine([DECOY, LATER, TOOLKIT], copies, driver, frameworks or [],
                          compat_facts(), bits)
@@ -172,7 +172,7 @@ def test_identical_copies_and_shadowing_order() -> None:
 
 
 def test_a_32_bit_dll_and_a_damaged_one_are_problems() -> None:
-    bad = DllCopy("cublas64_10.dll", "/decoy/cublas64_10.dll", DECOY, 5, "", "", "",
+    bad = LibraryCopy("cublas64_10.dll", "/decoy/cublas64_10.dll", DECOY, 5, "", "", "",
                   error="/decoy/cublas64_10.dll: not a valid Windows DLL")
     report = _judge([_copy("cudnn64_8.dll", DECOY, "", machine="I386"), bad])
     problems = " | ".join(_problems(report))

@@ -39,7 +39,7 @@ class Dependency:
 
 
 @dataclass(frozen=True)
-class DllFacts:
+class InspectedLibrary:
     name: str
     path: str      # the file, or the archive holding it
     member: str    # its name inside the archive; "" for a file on disk
@@ -74,7 +74,7 @@ class InspectReport:
     size: int
     sha256: str    # of the archive or wheel; "" otherwise
     members: tuple[Member, ...]   # of an archive or wheel, by name
-    dlls: tuple[DllFacts, ...]
+    dlls: tuple[InspectedLibrary, ...]
     matches: tuple[RecipeMatch, ...]
 
 
@@ -105,7 +105,7 @@ def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...], api_vers
 
 def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
               sha256: str = "", member: str = "", shown_path: str = "",
-              platform: Platform | None = None) -> DllFacts:
+              platform: Platform | None = None) -> InspectedLibrary:
     """Facts about one library on disk (a DLL unless `platform` says otherwise).
     `sha256`, when known already, is not recomputed."""
     platform = platform or windows()
@@ -116,7 +116,7 @@ def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
     try:
         info = platform.read_library(path, exports=True)
     except CheckError as exc:
-        return DllFacts(name, shown_path or str(path), member, size, digest, "", 0, "", "",
+        return InspectedLibrary(name, shown_path or str(path), member, size, digest, "", 0, "", "",
                         (), (), error=exc.message)
     dependencies = [Dependency(i, how, *classify(i, beside, recipes, platform))
                     for how, names in (("static", info.imports), ("delay", info.delay_imports))
@@ -127,7 +127,7 @@ def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
         status, _ = classify(loaded, beside, recipes, platform)
         dependencies.append(Dependency(loaded, "runtime", status, f"named by recipe {recipe}"))
     required, signature = judge_signature(path, name, recipes, platform)
-    return DllFacts(name=name, path=shown_path or str(path), member=member, size=size,
+    return InspectedLibrary(name=name, path=shown_path or str(path), member=member, size=size,
                     sha256=digest, machine=info.machine, bits=info.bits,
                     file_version=info.file_version, product_version=info.product_version,
                     dependencies=tuple(dependencies), exports=info.exports,
@@ -198,7 +198,7 @@ def _libraries_in(folder: Path, platform: Platform, recursive: bool) -> list[Pat
 
 
 def _inspect_folder(folder: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
-    dlls: tuple[DllFacts, ...] = ()
+    dlls: tuple[InspectedLibrary, ...] = ()
     for platform in all_platforms():   # a folder of DLLs, of .so files, or of both
         paths = _libraries_in(folder, platform, recursive=True)
         beside = {platform.name_key(p.name) for p in paths}
@@ -231,7 +231,7 @@ def _inspect_archive(path: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
 
 
 def _member_facts(archive: ZipArchive, member: str, beside: set[str],
-                  recipes: tuple[Recipe, ...], tap: Tap) -> DllFacts:
+                  recipes: tuple[Recipe, ...], tap: Tap) -> InspectedLibrary:
     """Unpack one member to a temporary file (CRC checked, hashed on the way), read it.
     `tap` sees the archive's bytes the read takes."""
     with tempfile.TemporaryDirectory(prefix="bundler-inspect-") as folder:
@@ -308,7 +308,7 @@ def _headline(report: InspectReport) -> str:
             f"sha256 {report.sha256}")
 
 
-def _signature_text(dll: DllFacts) -> str:
+def _signature_text(dll: InspectedLibrary) -> str:
     found = dll.signature
     if found is None:
         return "(not checked)"
@@ -317,7 +317,7 @@ def _signature_text(dll: DllFacts) -> str:
     return f"{found.status}: {found.describe()}{wanted}"
 
 
-def _render_dll(dll: DllFacts) -> list[str]:
+def _render_dll(dll: InspectedLibrary) -> list[str]:
     lines = [f"{dll.member or dll.name}" + (f"  ({dll.path})" if dll.member else "")]
     if dll.error:
         return lines + [f"  error: {dll.error}"]

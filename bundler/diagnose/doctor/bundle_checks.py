@@ -23,12 +23,12 @@ from bundler.diagnose.doctor.findings import (
     where,
 )
 from bundler.diagnose.doctor.host import (
-    DllCopy,
+    LibraryCopy,
     find_copies,
     search_folders,
     system_folders,
 )
-from bundler.diagnose.inspection import Dependency, DllFacts, dll_facts
+from bundler.diagnose.inspection import Dependency, InspectedLibrary, dll_facts
 from bundler.diagnose.verify import VerifyReport, verify
 from bundler.lockfile import Lock
 from bundler.manifest import FileEntry, Versions, find_manifest
@@ -40,8 +40,8 @@ from bundler.support.text_tables import format_table
 
 
 @dataclass(frozen=True)
-class BundledDll:
-    facts: DllFacts
+class BundledLibrary:
+    facts: InspectedLibrary
     on_search_path: tuple[PlacedCopy, ...]  # same-named copies outside the bundle
 
 
@@ -54,7 +54,7 @@ class BundleReport:
     versions: dict[str, str]
     require_driver: bool
     verify: dict[str, object]
-    dlls: tuple[BundledDll, ...]
+    dlls: tuple[BundledLibrary, ...]
     driver: dict[str, str]
     findings: tuple[Finding, ...] = field(default=())
 
@@ -133,7 +133,7 @@ def _plain_versions(versions: Versions) -> dict[str, str]:
 
 
 def _bundled_dlls(root: Path, entries: tuple[FileEntry, ...], checked: VerifyReport,
-                  placed: list[PlacedCopy], recipe_name: str) -> tuple[BundledDll, ...]:
+                  placed: list[PlacedCopy], recipe_name: str) -> tuple[BundledLibrary, ...]:
     """Facts of each bundled DLL still present (verify reports the missing ones)."""
     recipes = _recipes_for(recipe_name)
     present = [(e, root / e.path) for e in entries if (root / e.path).is_file()]
@@ -144,7 +144,7 @@ def _bundled_dlls(root: Path, entries: tuple[FileEntry, ...], checked: VerifyRep
         facts = dll_facts(path, beside, recipes, sha256=known)
         same_name = tuple(p for p in placed if p.copy.name.lower() == facts.name.lower()
                           and not same_file(p.copy.path, path))
-        dlls.append(BundledDll(facts, same_name))
+        dlls.append(BundledLibrary(facts, same_name))
     return tuple(dlls)
 
 
@@ -221,7 +221,7 @@ def _system_dll_present(name: str, system: dict[str, str]) -> bool:
     return any(os.path.isfile(os.path.join(folder, name)) for folder in folders)
 
 
-def _runtime_load_findings(facts: DllFacts, placed: list[PlacedCopy]) -> list[Finding]:
+def _runtime_load_findings(facts: InspectedLibrary, placed: list[PlacedCopy]) -> list[Finding]:
     """A DLL the recipe says is loaded by name at run time, left out of the bundle (its
     component was not selected): harmless unless a foreign copy is on the search path."""
     findings = []
@@ -281,7 +281,7 @@ def _shadow_findings(report: BundleReport) -> list[Finding]:
     return findings
 
 
-def _identical(copy: DllCopy, facts: DllFacts) -> bool:
+def _identical(copy: LibraryCopy, facts: InspectedLibrary) -> bool:
     if copy.size != facts.size:
         return False
     return (copy.sha256 or sha256_file(Path(copy.path))) == facts.sha256

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bundler.diagnose.doctor.host import DllCopy
+from bundler.diagnose.doctor.host import LibraryCopy
 
 PROBLEM, OK, NOTE = "problem", "ok", "note"
 REPACK = "re-run `bundler pack` (an antivirus may have quarantined a file)"
@@ -23,11 +23,11 @@ class Finding:
 class PlacedCopy:
     """A DLL copy and what a bare-name load makes of it."""
 
-    copy: DllCopy
+    copy: LibraryCopy
     role: str   # "picked", "shadowed" (an earlier folder has the name), "not searched"
 
 
-def place(copies: list[DllCopy]) -> list[PlacedCopy]:
+def place(copies: list[LibraryCopy]) -> list[PlacedCopy]:
     """The first searched copy of each name is what a bare-name load picks."""
     picked: set[str] = set()
     placed = []
@@ -44,7 +44,7 @@ def place(copies: list[DllCopy]) -> list[PlacedCopy]:
     return placed
 
 
-def where(copy: DllCopy) -> str:
+def where(copy: LibraryCopy) -> str:
     version = f", version {copy.version}" if copy.version else ""
     return f"{copy.path} ({copy.folder.label}{version})"
 

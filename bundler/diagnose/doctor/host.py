@@ -38,7 +38,7 @@ class SearchFolder:
 
 
 @dataclass(frozen=True)
-class DllCopy:
+class LibraryCopy:
     name: str        # the file name as found on disk
     path: str
     folder: SearchFolder
@@ -148,7 +148,7 @@ def _merge(ordered: list[tuple[str, str, bool]]) -> list[SearchFolder]:
     return merged
 
 
-def find_copies(folders: Iterable[SearchFolder], patterns: Iterable[str]) -> list[DllCopy]:
+def find_copies(folders: Iterable[SearchFolder], patterns: Iterable[str]) -> list[LibraryCopy]:
     """Every file in the folders matching a pattern (case-insensitive), in folder order.
     Copies of a name found more than once are hashed, to tell equal from different."""
     patterns = tuple(patterns)
@@ -170,13 +170,13 @@ def _listing(folder: str) -> list[os.DirEntry[str]]:
 
 
 def _copy(folder: SearchFolder, entry: os.DirEntry[str], recipes: tuple[Recipe, ...]
-          ) -> DllCopy:
+          ) -> LibraryCopy:
     try:
         info = windows().read_library(Path(entry.path))
         machine, version, error = info.machine, info.file_version, ""
     except CheckError as exc:
         machine, version, error = "", "", exc.message
-    copy = DllCopy(name=entry.name, path=entry.path, folder=folder,
+    copy = LibraryCopy(name=entry.name, path=entry.path, folder=folder,
                    size=entry.stat().st_size, machine=machine, version=version, sha256="",
                    error=error)
     if error:
@@ -188,7 +188,7 @@ def _copy(folder: SearchFolder, entry: os.DirEntry[str], recipes: tuple[Recipe, 
                    signature_required=required)
 
 
-def _hashed(copy: DllCopy) -> DllCopy:
+def _hashed(copy: LibraryCopy) -> LibraryCopy:
     return replace(copy, sha256=sha256_file(Path(copy.path)))
 
 

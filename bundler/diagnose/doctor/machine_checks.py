@@ -20,9 +20,9 @@ from bundler.diagnose.doctor.findings import (
     where,
 )
 from bundler.diagnose.doctor.host import (
-    DllCopy,
     DriverFacts,
     InstalledFramework,
+    LibraryCopy,
     SearchFolder,
     find_copies,
     installed_frameworks,
@@ -98,7 +98,7 @@ def _not_windows() -> Finding:
                    "run bundler doctor on the Windows machine that runs the app")
 
 
-def judge_machine(folders: list[SearchFolder], copies: list[DllCopy], driver: DriverFacts,
+def judge_machine(folders: list[SearchFolder], copies: list[LibraryCopy], driver: DriverFacts,
                   frameworks: list[FrameworkReport], compat: DriverTable,
                   bits: int) -> MachineReport:
     placed = place(copies)
@@ -165,11 +165,11 @@ def _by_name(placed: list[PlacedCopy]) -> dict[str, list[PlacedCopy]]:
     return groups
 
 
-def _bits(copy: DllCopy) -> int:
+def _bits(copy: LibraryCopy) -> int:
     return windows().bits.get(copy.machine, 0)
 
 
-def _unloadable(copy: DllCopy, bits: int) -> Finding:
+def _unloadable(copy: LibraryCopy, bits: int) -> Finding:
     if copy.error:
         return Finding(PROBLEM, "dll", f"{copy.path}: {copy.error}",
                        "the file is damaged (a truncated download or an antivirus): "
