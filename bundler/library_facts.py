@@ -14,9 +14,6 @@ from pathlib import Path
 from bundler.errors import BundlerError
 from bundler.support.toml_tables import Table
 
-# The word size of each machine as the binary readers name it (PE and ELF).
-BITS = {"AMD64": 64, "ARM64": 64, "I386": 32, "ARMNT": 32, "X86_64": 64, "AARCH64": 64}
-
 
 @dataclass(frozen=True)
 class LibraryFacts:
@@ -31,14 +28,11 @@ class LibraryFacts:
     soname: str = ""            # ELF: the name the loader knows it by
     runpath: tuple[str, ...] = ()   # ELF: RUNPATH (or RPATH) entries, as written
     glibc: str = ""             # ELF: the newest GLIBC_x.y symbol version it needs ("2.27")
+    bits: int = 0               # its machine's word size (the reader's table); 0: unknown
 
     @property
     def all_imports(self) -> tuple[str, ...]:
         return self.imports + self.delay_imports
-
-    @property
-    def bits(self) -> int:
-        return BITS.get(self.machine, 0)
 
 
 @dataclass(frozen=True)
@@ -56,6 +50,9 @@ class OSFacts:
     # Math-library names, whose digits do not pin a CUDA: the CUDA majors that ship each.
     library_majors: tuple[tuple[str, tuple[int, ...]], ...] = ()
     case_insensitive: bool = True   # Windows names; exact on Linux
+    # (distribution, how it opens NVIDIA's libraries): "absolute" (by absolute path from
+    # site-packages/nvidia/*/lib) or "preload" (an API the app calls); doctor's rows.
+    framework_opens: tuple[tuple[str, str], ...] = ()
 
     def key(self, name: str) -> str:
         return name.lower() if self.case_insensitive else name
@@ -126,6 +123,9 @@ def parse_os_facts(data: dict, path: Path, *, case_insensitive: bool, library_na
     library_majors = tuple((key(name), tuple(majors.take(name, list)))
                            for name in majors.names())
     majors.done()
+    opens = top.table("framework_opens", required=False)
+    framework_opens = tuple((name, opens.take(name, str)) for name in opens.names())
+    opens.done()
     facts = OSFacts(
         system=names["system"], vc_runtime=names["vc_runtime"],
         cuda_library=re.compile(library_name.format(prefixes=prefixes)),
@@ -135,6 +135,7 @@ def parse_os_facts(data: dict, path: Path, *, case_insensitive: bool, library_na
                                       re.IGNORECASE if case_insensitive else 0),
         api_sets=names["api_sets"],
         dll_search_order=tuple(top.take_str_list("dll_search_order")),
-        library_majors=library_majors, case_insensitive=case_insensitive)
+        library_majors=library_majors, case_insensitive=case_insensitive,
+        framework_opens=framework_opens)
     top.done()
     return facts

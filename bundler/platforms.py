@@ -14,7 +14,9 @@ in `_known()`, and its recipes.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -24,7 +26,8 @@ from bundler.errors import RecipeError
 
 __all__ = ["CHANGED", "OK", "UNSIGNED", "DriverTable", "FrameworkEntry", "LibraryFacts",
            "Platform", "SignatureCheck", "Trust", "all_platforms", "known_platforms",
-           "platform_for", "platform_for_release", "platform_for_wheel_tag", "windows"]
+           "platform_for", "platform_for_release", "platform_for_wheel_tag", "this_machine",
+           "windows"]
 
 # What a signer's trust pins and what a check found (Authenticode's on Windows), and
 # what the binary reader tells of a library (machine, version, imports, exports).
@@ -145,3 +148,14 @@ def windows() -> Platform:
     """The platform of Windows bundles: what commands that examine a Windows machine or
     a bundle without a recipe (doctor, inspect) speak of."""
     return platform_for("win-amd64")
+
+
+def this_machine() -> Platform | None:
+    """The platform of the machine bundler runs on, or None where bundler packs for no
+    platform of this OS (macOS). The one place outside the OS packages that asks the
+    running OS: doctor examines this machine through what this returns."""
+    if os.name == "nt":
+        return windows()
+    if sys.platform.startswith("linux"):
+        return platform_for("linux-x86_64")
+    return None

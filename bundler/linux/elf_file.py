@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from elftools.elf.elffile import ELFFile
 
 MACHINES = {"EM_X86_64": "X86_64", "EM_AARCH64": "AARCH64", "EM_386": "I386"}
+BITS = {"X86_64": 64, "AARCH64": 64, "I386": 32}   # each machine's word size
 _MAGIC = b"\x7fELF"
 _STRING_TAGS = ("DT_NEEDED", "DT_SONAME", "DT_RUNPATH", "DT_RPATH")
 
@@ -42,7 +43,8 @@ def read_elf(path: Path, exports: bool = False) -> LibraryFacts:
                          ) from None
     return LibraryFacts(machine=machine, file_version="", product_version="",
                         imports=needed, delay_imports=(), exports=exported,
-                        soname=soname, runpath=runpath, glibc=glibc)
+                        soname=soname, runpath=runpath, glibc=glibc,
+                        bits=BITS.get(machine, 0))
 
 
 def _dynamic(image: ELFFile) -> tuple[tuple[str, ...], str, tuple[str, ...]]:

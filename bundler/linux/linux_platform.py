@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bundler.library_facts import BITS
 from bundler.linux.driver import probe_libcuda
-from bundler.linux.elf_file import is_elf, read_elf
+from bundler.linux.elf_file import BITS, is_elf, read_elf
 from bundler.linux.facts import linux_driver_table, linux_facts
 from bundler.linux.library_search import bare_name_search, read_ldconfig
 from bundler.platforms import UNSIGNED, Platform, SignatureCheck, Trust

@@ -18,6 +18,7 @@ from bundler.library_facts import LibraryFacts
 
 MACHINES = {0x8664: "AMD64", 0x14C: "I386", 0xAA64: "ARM64", 0x1C4: "ARMNT"}
 PLATFORM_MACHINE = {"win-amd64": "AMD64"}
+BITS = {"AMD64": 64, "ARM64": 64, "I386": 32, "ARMNT": 32}   # each machine's word size
 
 _DIRECTORIES = [pefile.DIRECTORY_ENTRY[name] for name in (
     "IMAGE_DIRECTORY_ENTRY_IMPORT", "IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT",
@@ -46,6 +47,7 @@ def read_pe(path: Path, exports: bool = False) -> PEInfo:
         machine = image.FILE_HEADER.Machine
         return PEInfo(
             machine=MACHINES.get(machine, hex(machine)),
+            bits=BITS.get(MACHINES.get(machine, ""), 0),
             file_version=_fixed_version(image, "File"),
             product_version=_fixed_version(image, "Product"),
             imports=_names(getattr(image, "DIRECTORY_ENTRY_IMPORT", [])),

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 
-from bundler.library_facts import BITS
 from bundler.platforms import Platform
 from bundler.windows import authenticode
 from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
-from bundler.windows.pe_file import PLATFORM_MACHINE, exported_constant, is_pe, read_pe
+from bundler.windows.pe_file import BITS, PLATFORM_MACHINE, exported_constant, is_pe, read_pe
 
 # NVIDIA's DLL names: <stem>64_<major>.dll (cudnn_graph64_9.dll, cublasLt64_{cuda_major}.dll),
 # <stem>64_<major><minor>[_0].dll (cudart64_110.dll, nvrtc64_120_0.dll), <stem>_<ABI>.dll

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bundler.diagnose.doctor.host import LibraryCopy
+from bundler.diagnose.doctor.host import DriverFacts, InstalledFramework, LibraryCopy, SearchFolder
+from bundler.platforms import FoundLibrary, FrameworkEntry
 
 PROBLEM, OK, NOTE = "problem", "ok", "note"
 REPACK = "re-run `bundler pack` (an antivirus may have quarantined a file)"
@@ -25,6 +26,39 @@ class PlacedCopy:
 
     copy: LibraryCopy
     role: str   # "picked", "shadowed" (an earlier folder has the name), "not searched"
+
+
+@dataclass(frozen=True)
+class DriverReport:
+    facts: DriverFacts
+    cuda: str              # the CUDA the driver supports, from cuDriverGetVersion
+    cuda_by_version: str   # the same, from its version number and compat.toml
+
+
+@dataclass(frozen=True)
+class FrameworkReport:
+    installed: InstalledFramework
+    expects: FrameworkEntry | None
+    own_dlls: tuple[str, ...] = ()   # CUDA/cuDNN libraries it ships or opens by path
+    opens: str = ""   # Linux: how it opens them ("absolute", "preload"; linux.toml)
+
+
+@dataclass(frozen=True)
+class MachineReport:
+    python: str
+    bits: int
+    search_order: tuple[SearchFolder, ...]
+    dlls: tuple[PlacedCopy, ...]
+    driver: DriverReport
+    frameworks: tuple[FrameworkReport, ...]
+    findings: tuple[Finding, ...]
+    platform: str = ""   # this machine's (platforms.this_machine), "" if none
+    # Linux: each copy of a cuDNN/CUDA library a bare-name load reaches, in order
+    libraries: tuple[FoundLibrary, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.level == PROBLEM for f in self.findings)
 
 
 def place(copies: list[LibraryCopy]) -> list[PlacedCopy]:

@@ -12,7 +12,7 @@ import shutil
 import struct
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
@@ -20,7 +20,7 @@ from pathlib import Path
 from bundler.diagnose.inspection import judge_signature
 from bundler.errors import CheckError
 from bundler.library_imports import is_runtime_library
-from bundler.platforms import DriverTable, windows
+from bundler.platforms import DriverTable, this_machine, windows
 from bundler.recipe import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_from_file_version
 from bundler.runtime.bootstrap import probe_driver as load_nvcuda
@@ -80,7 +80,7 @@ def process_bits() -> int:
 def system_folders() -> dict[str, str]:
     """System32, System and the Windows folder as the loader sees them (not from
     %SystemRoot%); empty off Windows."""
-    if os.name != "nt":
+    if this_machine() is not windows():
         return {}
     import ctypes
 
@@ -192,11 +192,12 @@ def _hashed(copy: LibraryCopy) -> LibraryCopy:
     return replace(copy, sha256=sha256_file(Path(copy.path)))
 
 
-def probe_driver(compat: DriverTable) -> DriverFacts:
-    """Ask nvcuda.dll (Windows only) and nvidia-smi (when present) about the driver."""
+def probe_driver(compat: DriverTable, windows_driver: bool) -> DriverFacts:
+    """Ask nvcuda.dll (`windows_driver`: this machine is Windows) and nvidia-smi (when
+    present) about the driver."""
     smi = _nvidia_smi(compat)
     smi_version, gpus = _ask_nvidia_smi(smi) if smi else ("", ())
-    if os.name != "nt":
+    if not windows_driver:
         return DriverFacts(False, "", "", 0, smi_version, "nvidia-smi" if smi_version else "",
                            smi, gpus)
     nvcuda, cuda, file_version, error = load_nvcuda()
@@ -233,9 +234,15 @@ def installed_frameworks(compat: DriverTable,
                          path: list[str] | None = None) -> list[InstalledFramework]:
     """The framework distributions installed in this Python (or on `path`), read from
     their metadata: importing TensorFlow to ask its version takes seconds and may crash."""
+    return installed_distributions(compat.framework_distributions, path)
+
+
+def installed_distributions(names: Iterable[str],
+                            path: list[str] | None = None) -> list[InstalledFramework]:
+    """Those of the distributions `names` installed in this Python (or on `path`)."""
     found: dict[str, InstalledFramework] = {}
     search = path if path is not None else sys.path
-    for name in compat.framework_distributions:
+    for name in names:
         for dist in metadata.distributions(name=name, path=search):
             key = dist.metadata["Name"].lower()
             found.setdefault(key, InstalledFramework(
@@ -248,7 +255,16 @@ def own_runtime_dlls(framework: InstalledFramework) -> tuple[str, ...]:
     """The CUDA/cuDNN DLLs a framework ships in its own lib folder (torch/lib)."""
     lib = Path(framework.location) / framework.distribution.lower() / "lib"
     try:
-        names = sorted(p.name for p in lib.iterdir() if p.suffix.lower() == ".dll")
+        names = sorted(p.name for p in lib.iterdir() if windows().is_library(p.name))
     except OSError:
         return ()
     return tuple(n for n in names if is_runtime_library(n))
+
+
+def site_nvidia_libraries(framework: InstalledFramework, patterns: Iterable[str],
+                          matches: Callable[[str, Iterable[str]], bool]) -> tuple[str, ...]:
+    """The cuDNN/CUDA libraries NVIDIA's wheels installed beside a framework, by absolute
+    path (site-packages/nvidia/*/lib: where torch and Paddle open them on Linux)."""
+    patterns = tuple(patterns)
+    found = sorted(Path(framework.location).glob("nvidia/*/lib/*"))
+    return tuple(str(p) for p in found if p.is_file() and matches(p.name, patterns))

@@ -7,13 +7,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from bundler.diagnose.doctor.findings import (
     NOTE,
     OK,
     PROBLEM,
+    DriverReport,
     Finding,
+    FrameworkReport,
+    MachineReport,
     PlacedCopy,
     place,
     render_findings,
@@ -21,7 +24,6 @@ from bundler.diagnose.doctor.findings import (
 )
 from bundler.diagnose.doctor.host import (
     DriverFacts,
-    InstalledFramework,
     LibraryCopy,
     SearchFolder,
     find_copies,
@@ -31,39 +33,10 @@ from bundler.diagnose.doctor.host import (
     process_bits,
     search_folders,
 )
-from bundler.diagnose.doctor.linux_machine import linux_machine_findings
-from bundler.platforms import DriverTable, FrameworkEntry, platform_for, windows
+from bundler.diagnose.doctor.linux_machine import examine_linux, render_linux
+from bundler.platforms import DriverTable, FrameworkEntry, this_machine, windows
 from bundler.runtime.bootstrap import cuda_text, runs_on
 from bundler.support.text_tables import format_table
-
-
-@dataclass(frozen=True)
-class DriverReport:
-    facts: DriverFacts
-    cuda: str              # the CUDA the driver supports, from cuDriverGetVersion
-    cuda_by_version: str   # the same, from its version number and compat.toml
-
-
-@dataclass(frozen=True)
-class FrameworkReport:
-    installed: InstalledFramework
-    expects: FrameworkEntry | None
-    own_dlls: tuple[str, ...] = ()   # CUDA/cuDNN DLLs it ships itself (torch/lib)
-
-
-@dataclass(frozen=True)
-class MachineReport:
-    python: str
-    bits: int
-    search_order: tuple[SearchFolder, ...]
-    dlls: tuple[PlacedCopy, ...]
-    driver: DriverReport
-    frameworks: tuple[FrameworkReport, ...]
-    findings: tuple[Finding, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not any(f.level == PROBLEM for f in self.findings)
 
 
 def examine_machine(environ: Mapping[str, str] | None = None,
@@ -78,19 +51,22 @@ def examine_machine(environ: Mapping[str, str] | None = None,
                                    for name in f.expects.loads) + tuple(
         name for f in frameworks for name in f.own_dlls)
     copies = find_copies(folders, patterns)
-    report = judge_machine(folders, copies, probe_driver(compat), frameworks, compat,
-                           process_bits())
-    if os.name == "nt":
-        return report
-    linux: tuple[Finding, ...] = ()
-    if sys.platform.startswith("linux"):   # choosing the platform: its own search and driver
-        linux = tuple(linux_machine_findings(platform_for("linux-x86_64"), environ))
-    return replace(report, findings=linux + (_not_windows(),) + report.findings)
+    here = this_machine()
+    report = judge_machine(folders, copies, probe_driver(compat, here is windows()),
+                           frameworks, compat, process_bits())
+    if here is windows():
+        return replace(report, platform=here.name)
+    if here is not None and here.bare_name_search is not None:
+        # This machine's own platform (Linux): its search, driver and frameworks; the
+        # Windows rows stay only where Windows DLLs lie on PATH (then said to be files).
+        return examine_linux(here, environ, report)
+    return replace(report, findings=(_not_windows(),) + report.findings)
 
 
 def _not_windows() -> Finding:
-    """Off Windows, doctor reads the DLL files it finds but cannot say what Windows would
-    load: the folders are this machine's PATH, and there is no Windows driver to ask."""
+    """Where bundler packs for no platform of this OS (macOS), doctor reads the DLL files
+    it finds but cannot say what Windows would load: the folders are this machine's
+    PATH, and there is no Windows driver to ask."""
     return Finding(NOTE, "machine", "this is not Windows: the folders above are this "
                    "machine's PATH, not a Windows DLL search path. doctor can judge the DLL "
                    "files found (machine, version, damaged) and the frameworks' metadata, "
@@ -301,12 +277,20 @@ def _own_copy_conflicts(title: str, framework: FrameworkReport,
 
 
 def render_machine(report: MachineReport) -> list[str]:
+    if report.platform != windows().name and report.platform:
+        return render_linux(report, _dll_table(report) if report.dlls else [])
     lines = [f"bundler doctor: this machine ({report.python}, {report.bits}-bit)", "",
              "where a bare-name DLL load looks, in order (see bundler/windows/windows.toml):"]
     lines += format_table(("#", "folder", "reached as"), (
         (f.order or "-", f.path, f.label + ("" if f.searched else " (not searched)"))
         for f in report.search_order))
-    lines += ["", "cuDNN / CUDA DLLs found:"]
+    lines += ["", "cuDNN / CUDA DLLs found:", *_dll_table(report)]
+    lines += ["", "driver:", *_render_driver(report.driver), "", "findings:"]
+    return lines + render_findings(report.findings)
+
+
+def _dll_table(report: MachineReport) -> list[str]:
+    lines = []
     if report.dlls:
         lines += format_table(("name", "role", "version", "machine", "signature", "folder"), (
             (p.copy.name, p.role, p.copy.version or "-", p.copy.machine or "?",
@@ -315,8 +299,7 @@ def render_machine(report: MachineReport) -> list[str]:
             for p in report.dlls))
     else:
         lines.append("  none")
-    lines += ["", "driver:", *_render_driver(report.driver), "", "findings:"]
-    return lines + render_findings(report.findings)
+    return lines
 
 
 def _render_driver(report: DriverReport) -> list[str]:
