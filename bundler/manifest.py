@@ -127,10 +127,6 @@ class Manifest:
             sizes[entry.component] = sizes.get(entry.component, 0) + entry.size
         return sizes
 
-    @property
-    def dll_entries(self) -> tuple[FileEntry, ...]:
-        return tuple(e for e in self.files if e.path.lower().endswith(".dll"))
-
 
 def _plain(value: Any) -> Any:
     """A dataclass as JSON data; optional strings left empty are left out."""

@@ -28,11 +28,12 @@ from bundler.diagnose.doctor.host import (
     search_folders,
     system_folders,
 )
+from bundler.diagnose.doctor.linux_bundle import linux_load_findings
 from bundler.diagnose.inspection import Dependency, InspectedLibrary, dll_facts
 from bundler.diagnose.verify import VerifyReport, verify
 from bundler.lockfile import Lock
 from bundler.manifest import FileEntry, Versions, find_manifest
-from bundler.platforms import known_platforms, platform_for, windows
+from bundler.platforms import Platform, known_platforms, platform_for, this_machine, windows
 from bundler.recipe import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_check, glibc_problem, judge_driver, same_file
 from bundler.support.hashing import sha256_file
@@ -71,19 +72,25 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     checked = verify(app, found, lock)
     manifest = found.manifest
     environ = os.environ if environ is None else environ
-    entries = manifest.dll_entries
-    folders = [f for f in search_folders(environ, application=os.path.dirname(sys.executable))
-               if f.searched]
+    target = platform_for(manifest.platform) if manifest.platform in known_platforms() \
+        else windows()
+    entries = tuple(e for e in manifest.files if target.is_library(PurePosixPath(e.path).name))
+    # A Linux bundle on Linux: its own loader's story (linux_bundle.py), not Windows's PATH.
+    linux = _here(manifest.platform) and target.bare_name_search is not None
+    folders = [] if linux else [
+        f for f in search_folders(environ, application=os.path.dirname(sys.executable))
+        if f.searched]
     placed = place(find_copies(folders, sorted({PurePosixPath(e.path).name for e in entries})))
     versions = _plain_versions(manifest.versions)
     report = BundleReport(
         app=str(app), manifest=str(found.path), recipe=manifest.recipe.name,
         platform=manifest.platform, versions=versions,
         require_driver=manifest.require_driver, verify=checked.to_dict(),
-        dlls=_bundled_dlls(found.root, entries, checked, placed, manifest.recipe.name),
-        driver=driver_check(versions) if os.name == "nt"
+        dlls=_bundled_dlls(found.root, entries, checked, placed, manifest.recipe.name,
+                           target),
+        driver=driver_check(versions) if this_machine() is windows()
         else _linux_driver(manifest.platform, versions))
-    expected = {PurePosixPath(e.path).name.lower() for e in entries}
+    expected = {target.name_key(PurePosixPath(e.path).name) for e in entries}
     # The DLLs loaded by name at run time but left out: a copy of one on the search
     # path is what that load would get.
     left_out = sorted({d.name for dll in report.dlls for d in dll.facts.dependencies
@@ -92,6 +99,8 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report)
                 + _glibc_findings(report, glibc))
+    if linux:
+        findings += linux_load_findings(target, found.root, manifest.load_order, environ)
     return replace(report, findings=tuple(findings))
 
 
@@ -101,9 +110,9 @@ def _glibc_findings(report: BundleReport, glibc: str) -> list[Finding]:
     needed = report.versions.get("min_glibc", "")
     if not needed:
         return []
-    if not glibc and not sys.platform.startswith("linux"):
+    if not glibc and not _here(report.platform):
         return [Finding(NOTE, "glibc", f"the bundle needs glibc >= {needed}; not checked: "
-                        "this is not Linux")]
+                        "this machine is not the bundle's platform")]
     glibc = glibc or (os.confstr("CS_GNU_LIBC_VERSION") or "").split(" ")[-1]
     problem = glibc_problem(needed, glibc)
     if problem:
@@ -117,8 +126,8 @@ def _glibc_findings(report: BundleReport, glibc: str) -> list[Finding]:
 def _linux_driver(platform: str, versions: dict[str, str]) -> dict[str, str]:
     """A Linux bundle on Linux: libcuda.so.1 judged by the bootstrap's driver rule
     (the driver tables' figures in the manifest); {} elsewhere."""
-    probe = platform_for(platform).probe_driver if platform in known_platforms() else None
-    if probe is None or not sys.platform.startswith("linux"):
+    probe = platform_for(platform).probe_driver if _here(platform) else None
+    if probe is None:
         return {}
     path, supported, release, error = probe()
     # The release is not a Windows file version: the rule compares cuDriverGetVersion.
@@ -127,22 +136,36 @@ def _linux_driver(platform: str, versions: dict[str, str]) -> dict[str, str]:
     return {**found, "problem": problem, "driver_version": release}
 
 
+def _here(platform: str) -> bool:
+    """Whether this machine is of the bundle's platform (its libraries can load here)."""
+    here = this_machine()
+    return here is not None and here.name == platform
+
+
+def _key(report: BundleReport, name: str) -> str:
+    """A library name as the bundle's platform compares names."""
+    target = platform_for(report.platform) if report.platform in known_platforms() \
+        else windows()
+    return target.name_key(name)
+
+
 def _plain_versions(versions: Versions) -> dict[str, str]:
     """The versions as the bootstrap's driver check reads them from the manifest."""
     return {key: value for key, value in asdict(versions).items() if value}
 
 
 def _bundled_dlls(root: Path, entries: tuple[FileEntry, ...], checked: VerifyReport,
-                  placed: list[PlacedCopy], recipe_name: str) -> tuple[BundledLibrary, ...]:
+                  placed: list[PlacedCopy], recipe_name: str,
+                  target: Platform) -> tuple[BundledLibrary, ...]:
     """Facts of each bundled DLL still present (verify reports the missing ones)."""
     recipes = _recipes_for(recipe_name)
     present = [(e, root / e.path) for e in entries if (root / e.path).is_file()]
-    beside = {path.name.lower() for _, path in present}
+    beside = {target.name_key(path.name) for _, path in present}
     dlls = []
     for entry, path in present:
         known = "" if entry.path in checked.changed else entry.sha256
-        facts = dll_facts(path, beside, recipes, sha256=known)
-        same_name = tuple(p for p in placed if p.copy.name.lower() == facts.name.lower()
+        facts = dll_facts(path, beside, recipes, sha256=known, platform=target)
+        same_name = tuple(p for p in placed if target.same_name(p.copy.name, facts.name)
                           and not same_file(p.copy.path, path))
         dlls.append(BundledLibrary(facts, same_name))
     return tuple(dlls)
@@ -200,7 +223,7 @@ def _import_problem(dep: Dependency, report: BundleReport, system: dict[str, str
     """(reason, hint) when a static or delay-load import would not be found."""
     if dep.how == "runtime":
         return None    # judged by _runtime_load_findings: a missing one is optional
-    if dep.status == "missing" and dep.name.lower() in expected:
+    if dep.status == "missing" and _key(report, dep.name) in expected:
         return f"it imports {dep.name}, which is missing from the bundle", REPACK
     if dep.status == "missing":
         return (f"it imports {dep.name}, which is neither bundled nor part of Windows or "
@@ -291,7 +314,10 @@ def render_bundle(report: BundleReport) -> list[str]:
     lines = [f"bundler doctor: {report.app} (recipe {report.recipe}; CUDA "
              f"{report.versions.get('cuda')}, cuDNN {report.versions.get('cudnn')}, "
              f"driver >= {report.versions.get('min_driver')})", ""]
-    lines += format_table(("bundled DLL", "machine", "version", "same name on the search path"),
+    word = platform_for(report.platform).library_word \
+        if report.platform in known_platforms() else "DLL"
+    lines += format_table((f"bundled {word}", "machine", "version",
+                           "same name on the search path"),
                           ((d.facts.name, d.facts.machine, d.facts.file_version or "-",
                             "; ".join(f"{p.copy.path} ({p.role})" for p in d.on_search_path)
                             or "-") for d in report.dlls))
