@@ -101,8 +101,9 @@ def test_tensorflow_2_10_with_the_cuda_12_recipe_is_refused(
     tensorflow_app(tmp_path)
     code, _, err = run_cli(capsys, "pack", write_spec(tmp_path, CU12, {}))
     assert code == 2
-    assert ("tensorflow 2.10.1 loads cudart64_110.dll; this recipe ships cudart64_12.dll; "
-            f"use {CU11}") in err
+    assert "tensorflow 2.10.1 loads cudart64_110.dll, cublas64_11.dll, " in err
+    assert "; this recipe ships cudart64_12.dll, cublas64_12.dll, " in err
+    assert err.count("use ") == 1 and f"cudnn64_9.dll; use {CU11}\n" in err
     assert "hint:" in err and not (tmp_path / "dist" / "app").exists()
 
 
@@ -123,6 +124,22 @@ def test_paddle_2_2_on_cuda_10_1_needs_cudnn_7_and_is_told_which_release(
     assert code == 2
     assert ("paddlepaddle-gpu 2.2.2 loads cudnn64_7.dll; this recipe ships cudnn64_8.dll; "
             "use a release that has it, e.g. cudnn-7.6.5.32-cuda10.1-win-x64") in err
+
+
+def test_the_real_ort_wheel_with_a_cuda_13_recipe_is_refused_in_one_short_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real providers and the framework row name CUDA 12 DLLs 10 times: each importer
+    once with its DLLs, what the recipe has instead, and the one recipe that has them."""
+    wheel_members(ort_wheel(), "onnxruntime/capi/onnxruntime_providers_", tmp_path / "app")
+    dist_info(tmp_path / "app", "onnxruntime-gpu", "1.26.0")
+    code, _, err = run_cli(capsys, "pack", write_spec(tmp_path, CU13, {}))
+    assert code == 2
+    message = err.splitlines()[0]
+    assert message.count("use ") == 1 and len(message) < 600, message
+    assert ("onnxruntime/capi/onnxruntime_providers_tensorrt.dll imports cublas64_12.dll, "
+            "cudart64_12.dll; onnxruntime-gpu 1.26.0 loads cublasLt64_12.dll, ") in message
+    assert message.endswith("; this recipe ships cublasLt64_13.dll, cublas64_13.dll, "
+                            f"cufft64_12.dll, cudart64_13.dll; use {CU12}")
 
 
 def test_an_app_shipping_torch_with_its_own_cudnn_is_refused(

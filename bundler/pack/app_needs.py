@@ -17,8 +17,10 @@ from bundler.errors import CheckError, SpecError
 from bundler.pack.app_scan import AppScan, Need
 from bundler.recipe import Component, Recipe, families_dir, shipped_recipes
 from bundler.releases.render import release_shipping
+from bundler.support.suggest import listing
 
 _FAMILY = re.compile(r"^([a-z_-]+?)(?:64)?_\d")
+_SHOWN = 8   # DLLs named in a refusal before the rest are counted
 
 
 @dataclass(frozen=True)
@@ -60,23 +62,36 @@ def _family(dll: str) -> str:
 
 
 def _unsupplied_error(recipe: Recipe, unsupplied: list[Need]) -> CheckError:
-    texts = []
+    """One refusal for every DLL no component supplies: each importer, each DLL this
+    recipe ships instead and each suggestion named once (an app importing 13 CUDA 12
+    DLLs packed with a CUDA 13 recipe gets one short line, not 13 repeats)."""
+    wanted: dict[str, list[str]] = {}
+    ships: list[str] = []
     for need in unsupplied:
-        same_kind = [f.name for f in recipe.files.values()
-                     if _family(f.name) == _family(need.dll)]
-        ships = (f"this recipe ships {', '.join(same_kind)}" if same_kind
+        wanted.setdefault(f"{need.by} {_verb(need)}", []).append(need.dll)
+        ships += [f.name for f in recipe.files.values() if _family(f.name) == _family(need.dll)]
+    # One shipped recipe that has them all is the answer; else where each can be had.
+    whole = [r.name for r in shipped_recipes() if r.name != recipe.name
+             and all(r.supplier_of(need.dll) is not None for need in unsupplied)]
+    uses = [f"use {whole[0]}"] if whole else [_suggestion(recipe, n.dll) for n in unsupplied]
+    texts = [f"{who} {listing(dlls, _SHOWN)}" for who, dlls in wanted.items()]
+    texts.append(f"this recipe ships {listing(ships, _SHOWN)}" if ships
                  else "this recipe has no such DLL")
-        others = [r.name for r in shipped_recipes()
-                  if r.name != recipe.name and r.supplier_of(need.dll) is not None]
-        release = release_shipping(need.dll, recipe.cuda, families_dir())
-        use = (f"use {others[0]}" if others else
-               f"use a release that has it, e.g. {release} (bundler recipes)" if release
-               else "no recipe bundler knows has it")
-        texts.append(f"{need.by} {_verb(need)} {need.dll}; {ships}; {use}")
+    texts.append(listing(uses, 3, sep="; "))
     return CheckError("; ".join(texts),
                       "pack the app with a recipe for the CUDA its framework is built for "
                       "(bundler recipes), or, if the app never uses that DLL, set "
                       "[scan] enabled = false in the spec")
+
+
+def _suggestion(recipe: Recipe, dll: str) -> str:
+    """Where `dll` can be had: another shipped recipe, else a catalogue release."""
+    others = [r.name for r in shipped_recipes()
+              if r.name != recipe.name and r.supplier_of(dll) is not None]
+    release = release_shipping(dll, recipe.cuda, families_dir())
+    return (f"use {others[0]}" if others else
+            f"use a release that has it, e.g. {release} (bundler recipes)" if release
+            else "no recipe bundler knows has it")
 
 
 def _verb(need: Need) -> str:
