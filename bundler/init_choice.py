@@ -3,14 +3,20 @@
 The scan is pack's own (pack/app_scan.py): the CUDA/cuDNN DLLs the app's binaries import
 and the ones its frameworks load by name. The recipe is the newest catalogue release
 that ships every one of them (cudnn64_9.dll + cublas64_12.dll: a cuDNN 9 release for
-CUDA 12); an app that shows none gets the default recipe, and the spec says so.
+CUDA 12). Where the names leave a choice, a release whose own input this machine has
+(its cuDNN wheel or zip beside the app, its wheel in the wheel cache) comes first: the
+spec then packs from what is there. An app that shows none and has no such input gets
+the default recipe, and the spec says so.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.init_inputs import ReleaseInput
 from bundler.pack.app_scan import AppScan, Need
 from bundler.platforms import Platform
 from bundler.recipe import Recipe, families_dir, find_recipe
@@ -23,6 +29,12 @@ DEFAULT_RECIPE = "cudnn-8.0.3.33-cuda10.1-win-x64"
 # Releases rendered and checked, newest first, before giving up: each needed name
 # narrows the family and the CUDA major, so the first one nearly always fits.
 _TRIES = 12
+# The app's own scripts read for DLL names: a string naming one ('cudnn64_8.dll').
+_DLL_STRING = re.compile(r"""["']([A-Za-z0-9_.-]+\.dll)["']""", re.IGNORECASE)
+_NOT_THE_APPS = {"site-packages", "__pycache__", "Lib", "node_modules", "dist", "build"}
+_SCRIPT_DEPTH = 3
+_MAX_SCRIPTS = 500
+_MAX_SCRIPT_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -37,34 +49,107 @@ class Choice:
     app_copies: tuple[str, ...]            # "cudnn64_9.dll (torch/lib/cudnn64_9.dll)"
 
 
-def choose(scan: AppScan, platform: Platform, folder: Path) -> Choice:
-    """What to write for an app whose scan is `scan`; `folder`: the spec's folder."""
+def choose(scan: AppScan, platform: Platform, folder: Path,
+           found: Sequence[ReleaseInput] = (), named: Sequence[Need] = ()) -> Choice:
+    """What to write for an app whose scan is `scan`; `folder`: the spec's folder;
+    `found`: the releases whose own inputs this machine has; `named`: the DLLs the
+    app's scripts name (named_in_scripts), which decide among those where the app's
+    binaries show none."""
     key = platform.name_key
     needs = [n for n in scan.needs if key(n.dll) not in scan.shipped]
     copies = tuple(sorted({f"{n.dll} ({scan.shipped[key(n.dll)]})" for n in scan.needs
                            if key(n.dll) in scan.shipped}))
     names = list(dict.fromkeys(n.dll for n in needs))
     if not names:
+        needs += [n for n in named if key(n.dll) not in scan.shipped]
+        fitting = [item for item in found if all(find_recipe(item.release.name, folder)
+                                                 .supplier_of(n.dll) for n in named)]
+        if fitting:
+            return _from_input(fitting, named, folder, needs, copies)
         why = ("the app shows no CUDA or cuDNN DLL (none of its binaries imports one and no "
                "framework bundler's table knows is installed in it), so this is bundler's "
                "default recipe",
                "if the app needs another cuDNN or CUDA, name that release here (`bundler "
                "recipes` lists them)")
         return _with_components(find_recipe(DEFAULT_RECIPE, folder), why, needs, copies)
-    recipe, reasons = _newest_supplying(names, platform, folder)
+    recipe, reasons = _newest_supplying(names, platform, folder, found)
     return _with_components(recipe, reasons, needs, copies)
 
 
-def _newest_supplying(names: list[str], platform: Platform,
-                      folder: Path) -> tuple[Recipe, tuple[str, ...]]:
+def _from_input(fitting: Sequence[ReleaseInput], named: Sequence[Need], folder: Path,
+                needs: list[Need], copies: tuple[str, ...]) -> Choice:
+    """The newest release whose own input is here, for an app whose binaries show no
+    CUDA/cuDNN DLL (those its scripts name, it ships)."""
+    newest = max(fitting, key=lambda f: (version_key(f.release.cudnn),
+                                         version_key(f.release.cuda)))
+    also = (f" that ships what its scripts name ({', '.join(sorted({n.dll for n in named}))})"
+            if named else "")
+    why = (f"the app's binaries show no CUDA or cuDNN DLL; {newest.path.name} ({newest.where}) "
+           f"is the own input of release {newest.release.name}, the newest release found "
+           f"on this machine{also}",
+           f"another release: `bundler recipes cudnn{newest.release.major}` lists this "
+           "family's (any name it prints goes here)")
+    return _with_components(find_recipe(newest.release.name, folder), why, needs, copies)
+
+
+def named_in_scripts(app: Path, platform: Platform) -> list[Need]:
+    """CUDA/cuDNN DLLs the app's own scripts name in a string (`ctypes.WinDLL(
+    "cudnn64_8.dll")`), as frameworks load them: not imports pack's scan sees, so
+    they only decide among the releases found here, and name components."""
+    facts = platform.facts()
+    found: list[Need] = []
+    for script in _scripts(app):
+        try:
+            text = script.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        by = script.relative_to(app).as_posix()
+        for name in dict.fromkeys(_DLL_STRING.findall(text)):
+            if name.lower().startswith("cudnn") or facts.cuda_majors_of(name):
+                found.append(Need(name, by, "named in"))
+    return found
+
+
+def _scripts(app: Path) -> list[Path]:
+    """The app's own .py files (not installed packages'), a few levels deep."""
+    found: list[Path] = []
+    level = [app]
+    for _ in range(_SCRIPT_DEPTH):
+        below = []
+        for folder in level:
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError:
+                continue
+            for path in entries:
+                if path.name.startswith(".") or path.name in _NOT_THE_APPS:
+                    continue
+                if path.is_dir() and not path.is_symlink():
+                    below.append(path)
+                elif path.suffix == ".py" and path.is_file() and \
+                        path.stat().st_size <= _MAX_SCRIPT_BYTES:
+                    found.append(path)
+        level = below
+    return found[:_MAX_SCRIPTS]
+
+
+def _newest_supplying(names: list[str], platform: Platform, folder: Path,
+                      found: Sequence[ReleaseInput]) -> tuple[Recipe, tuple[str, ...]]:
     shown = ", ".join(names)
     tried: list[Recipe] = []
-    for release in _candidates(names, platform)[:_TRIES]:
+    have = {item.release.name: item for item in found}
+    candidates = _candidates(names, platform)
+    # Those whose input is here first (newest first), then the others.
+    candidates.sort(key=lambda release: release.name not in have)
+    for release in candidates[:_TRIES]:
         recipe = find_recipe(release.name, folder)
         if all(recipe.supplier_of(name) for name in names):
-            return recipe, (f"the newest cuDNN release that ships every CUDA/cuDNN DLL "
-                            f"the app needs ({shown}): cuDNN {recipe.cudnn} for CUDA "
-                            f"{recipe.cuda}",
+            here = have.get(release.name)
+            which = (f"the newest cuDNN release whose own input is here ({here.path.name}, "
+                     f"{here.where}) that ships" if here else
+                     "the newest cuDNN release that ships")
+            return recipe, (f"{which} every CUDA/cuDNN DLL the app needs ({shown}): "
+                            f"cuDNN {recipe.cudnn} for CUDA {recipe.cuda}",
                             f"another release: `bundler recipes cudnn{release.major}` lists "
                             "this family's (any name it prints goes here)")
         tried.append(recipe)

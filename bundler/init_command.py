@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from bundler.errors import EXIT_OK, RefusedError, SpecError
-from bundler.init_choice import choose
-from bundler.init_inputs import FoundInput, find_inputs
+from bundler.init_choice import choose, named_in_scripts
+from bundler.init_inputs import FoundInput, find_inputs, nearby, release_inputs
 from bundler.init_writer import app_name, guess_entry, render
 from bundler.pack.app_scan import scan_app
 from bundler.pack.spec import load_spec
@@ -50,11 +50,14 @@ def cmd_init(args: argparse.Namespace) -> int:
     spec = _new_spec_path(args.out, app)
     given = {sid: _given_path(path) for sid, path in args.source or []}
     platform = windows()   # the scan reads Windows binaries, as pack's scan does
-    choice = choose(scan_app(app, platform=platform), platform, spec.parent)
+    around = nearby(spec.parent, app)
+    choice = choose(scan_app(app, platform=platform), platform, spec.parent,
+                    release_inputs(around, platform.release_suffix, os.environ),
+                    named_in_scripts(app, platform))
     used = {f.source for f in choice.recipe.files_for(
         choice.recipe.select(list(choice.components)))}
     inputs = find_inputs(choice.recipe, [s for s in choice.recipe.sources if s in used],
-                         spec.parent, app, given, os.environ)
+                         around, given, os.environ)
     text = render(_command_text(args), app_name(app), app, spec.parent, guess_entry(app),
                   choice, inputs)
     _write_new(spec, text)

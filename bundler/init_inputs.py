@@ -2,10 +2,12 @@
 
 Each source the chosen components use is looked for, in this order: a path given to
 init (`--source ID=PATH`); beside the app (the spec's folder and its subfolders, a few
-levels deep): a zip or wheel holding the source's members, a folder holding them; then
-the places `bundler pack` looks itself (the recipe's environment variables, the wheel
-cache, pip), which need no line in the spec. What is found nowhere is left as a comment
-saying what to give.
+levels deep, then the folders beside the spec's: a downloads folder shared by projects):
+a zip or wheel holding the source's members, a folder holding them; then the places
+`bundler pack` looks itself (the recipe's environment variables, the wheel cache, pip),
+which need no line in the spec. What is found nowhere is left as a comment saying what
+to give. The cuDNN wheels and zips found there (by NVIDIA's file names) and the pinned
+wheels in the wheel cache also name their releases, which init_choice.py prefers.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.pack.sources.fetch import cache_root, cached, can_fetch
+from bundler.pack.sources.fetch import cache_root, cached, cached_file, can_fetch
 from bundler.recipe import Recipe, SourceSpec
+from bundler.releases.catalogue import Release, catalogue_releases
 
 MAX_DEPTH = 4          # folders below the spec's folder searched for inputs
 MAX_ENTRIES = 20_000   # a spec beside a huge tree (a home folder) must not stall init
@@ -36,12 +39,24 @@ class FoundInput:
 
 
 @dataclass(frozen=True)
-class _Nearby:
+class Nearby:
+    """Zips, wheels and folders beside the app: below the spec's folder first, then
+    below the folder it lies in."""
+
     archives: tuple[Path, ...]   # *.zip and *.whl
     folders: tuple[Path, ...]
 
 
-def find_inputs(recipe: Recipe, source_ids: list[str], near: Path, app: Path,
+@dataclass(frozen=True)
+class ReleaseInput:
+    """A cuDNN release's own input found on this machine, which names the release."""
+
+    release: Release
+    path: Path
+    where: str   # "beside the app", "in the wheel cache"
+
+
+def find_inputs(recipe: Recipe, source_ids: list[str], nearby: Nearby,
                 given: Mapping[str, Path], environ: Mapping[str, str]) -> list[FoundInput]:
     for sid, path in given.items():
         if sid not in recipe.sources:
@@ -50,7 +65,6 @@ def find_inputs(recipe: Recipe, source_ids: list[str], near: Path, app: Path,
         if not path.exists():
             raise SourceError(f"{path}: no such file or folder (--source {sid})",
                               "give the path of the input on this machine")
-    nearby = _nearby(near, app)
     cuda = ".".join(recipe.cuda.split(".")[:2])   # the toolkit's folder: v10.1
     # A source given on the command line is written even where no chosen component
     # uses it yet: the user said it is theirs (pack opens only the ones it needs).
@@ -58,7 +72,7 @@ def find_inputs(recipe: Recipe, source_ids: list[str], near: Path, app: Path,
     return [_find(recipe.sources[sid], nearby, given, environ, cuda) for sid in wanted]
 
 
-def _find(spec: SourceSpec, nearby: _Nearby, given: Mapping[str, Path],
+def _find(spec: SourceSpec, nearby: Nearby, given: Mapping[str, Path],
           environ: Mapping[str, str], cuda: str) -> FoundInput:
     if spec.id in given:
         return FoundInput(spec, given[spec.id], "given to bundler init")
@@ -98,12 +112,22 @@ def _example(spec: SourceSpec, cuda: str) -> str:
         if spec.kind == "toolkit" else f"{spec.id}-folder"
 
 
-def _nearby(root: Path, app: Path) -> _Nearby:
-    """Zips, wheels and folders below `root` (not inside the app, nor hidden, nor
-    bundles and caches), breadth-first, at most MAX_DEPTH deep and MAX_ENTRIES seen."""
+def nearby(spec_folder: Path, app: Path) -> Nearby:
+    """Zips, wheels and folders below the spec's folder, then below its parent (the
+    examples' stand-ins lie in ../quickstart; a shared downloads folder beside the
+    project), never inside the app, hidden, nor bundles and caches."""
+    spec_folder, app = spec_folder.resolve(), app.resolve()
+    archives, folders = _walk(spec_folder, {app})
+    if spec_folder.parent != spec_folder:
+        more = _walk(spec_folder.parent, {app, spec_folder})
+        archives, folders = archives + more[0], folders + more[1]
+    return Nearby(tuple(archives), tuple(folders))
+
+
+def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[Path]]:
+    """Breadth-first below `root`, at most MAX_DEPTH deep and MAX_ENTRIES seen."""
     archives: list[Path] = []
     folders: list[Path] = []
-    app = app.resolve()
     level, seen = [root], 0
     for _ in range(MAX_DEPTH + 1):
         below: list[Path] = []
@@ -117,16 +141,44 @@ def _nearby(root: Path, app: Path) -> _Nearby:
                 path = Path(entry.path)
                 if entry.name.startswith(".") or entry.name in _SKIPPED:
                     continue
-                if entry.is_dir() and path.resolve() != app:
+                if entry.is_dir() and path.resolve() not in skip:
                     below.append(path)
                     folders.append(path)
                 elif entry.is_file() and entry.name.lower().endswith((".zip", ".whl")):
                     archives.append(path)
         level = below
-    return _Nearby(tuple(archives), tuple(folders))
+    return archives, folders
 
 
-def _match(spec: SourceSpec, nearby: _Nearby) -> Path | None:
+def release_inputs(found: Nearby, release_suffix: str,
+                   environ: Mapping[str, str]) -> list[ReleaseInput]:
+    """The releases (of this platform) whose cuDNN wheel or zip lies beside the app, by
+    NVIDIA's file name, then those whose pinned cuDNN wheel is in the wheel cache (a
+    pack of it ran here): each once, beside the app first."""
+    releases = [r for r in catalogue_releases() if r.platform == release_suffix
+                and not (r.wheel is not None and r.wheel.yanked)]
+    by_file: dict[str, Release] = {}
+    for release in releases:
+        names = [release.wheel.file_name] if release.wheel else []
+        names += [name for archive in release.archives
+                  for name in (archive.file_name, *archive.also_named)]
+        for name in names:
+            by_file.setdefault(name.lower(), release)
+    inputs = [ReleaseInput(by_file[path.name.lower()], path, "beside the app")
+              for path in found.archives if path.name.lower() in by_file]
+    root = cache_root(environ)
+    for release in releases:
+        cached_wheel = cached_file(root, release.wheel.sha256, "*.whl") \
+            if release.wheel else None
+        if cached_wheel is not None:
+            inputs.append(ReleaseInput(release, cached_wheel, "in the wheel cache"))
+    kept: dict[str, ReleaseInput] = {}
+    for item in inputs:
+        kept.setdefault(item.release.name, item)
+    return list(kept.values())
+
+
+def _match(spec: SourceSpec, nearby: Nearby) -> Path | None:
     """The first input beside the app that holds every member the source must have."""
     if spec.kind in ("archive", "wheel"):
         prefix = f"{spec.root}/" if spec.root else ""

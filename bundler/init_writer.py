@@ -110,8 +110,12 @@ def _components(choice: Choice) -> list[str]:
         lines.append(f"    {toml_string(component)},")
     lines.append("]")
     for need in choice.unsupplied:
+        # pack reads binaries, not scripts: a script's DLL it would not stop on
+        then = ("`bundler pack` does not read scripts: name a release that ships it"
+                if need.how == "named in" else
+                "`bundler pack` stops and names a release that does")
         lines += _comment(f"TO DECIDE: {need.dll} ({need.reason}): {recipe.name} does not "
-                          "ship it; `bundler pack` stops and names a release that does")
+                          f"ship it; {then}")
     for copy in choice.app_copies:
         lines += _comment(f"TO DECIDE: the app ships its own {copy}; `bundler pack` refuses "
                           "two copies of one DLL ([scan] allow_app_copies: "

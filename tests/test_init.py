@@ -19,15 +19,18 @@ from pathlib import Path
 import pytest
 
 from bundler.pack.spec import load_spec
+from bundler.recipe import find_recipe
 from bundler.support.toml_tables import tomllib
 from tests.packing import run_cli, snapshot
 from tests.winenv import WindowsPython
+from tests.winenv.paths import PROJECT_ROOT
 from tests.winenv.quickstart import QUICKSTART
 from tests.winenv.shaped import dist_info
 from tests.winenv.wheels import nvidia_wheel, ort_wheel, wheel_cache
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
 CU12 = "cudnn-9.28.0.42-cuda12-win-x64"
+CU11 = "cudnn-8.9.4.25-cuda11-win-x64"
 EXAMPLES = QUICKSTART.parent
 STANDIN_ZIP = QUICKSTART / "downloads" / "cudnn-v8.0.3.33_cuda10.1-windows10-x64.STANDIN.zip"
 STANDIN_CUDA = QUICKSTART / "standin-cuda" / "v10.1"
@@ -40,6 +43,9 @@ def _no_cuda_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.upper().startswith("CUDA_PATH"):
             monkeypatch.delenv(name)
+    # Nor the caller's wheel cache, whose releases init prefers: the session's own
+    # (empty) cache, unless a test points BUNDLER_CACHE at one.
+    monkeypatch.delenv("BUNDLER_CACHE", raising=False)
 
 
 def init(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
@@ -123,6 +129,79 @@ def test_an_example_without_inputs_beside_it_says_what_to_give_then_packs(
     summary = pack_ok(capsys, root / "app.spec")
     assert Path(summary["out"]) == root / "dist" / name
     assert (root / "dist" / name / "_cudnn_bootstrap.py").is_file()
+
+
+def copy_examples(tmp_path: Path, *names: str) -> Path:
+    """The examples named, side by side as in the repository, without specs or output."""
+    root = tmp_path / "examples"
+    for name in names:
+        shutil.copytree(EXAMPLES / name, root / name, ignore=NO_SPECS)
+    return root
+
+
+def test_the_pyinstaller_example_finds_the_quickstarts_inputs_and_packs_as_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its own spec takes the stand-ins from ../quickstart: init finds them there (the
+    folders beside the spec's), writes the same paths, and the spec packs unedited."""
+    root = copy_examples(tmp_path, "pyinstaller", "quickstart")
+    code, out, err = init(capsys, root / "pyinstaller" / "src")
+    assert code == 0, err
+    spec = root / "pyinstaller" / "app.spec"
+    data = written(spec)
+    own = tomllib.loads((EXAMPLES / "pyinstaller" / "app.spec").read_text())
+    assert data["sources"] == own["sources"] == {
+        "cudnn": "../quickstart/downloads/cudnn-v8.0.3.33_cuda10.1-windows10-x64.STANDIN.zip",
+        "cuda": "../quickstart/standin-cuda/v10.1"}
+    assert data["runtime"]["recipe"] == own["runtime"]["recipe"] == SEED
+    assert "TO DECIDE" not in out
+    # main.py loads cudnn64_8.dll by name (a string, not an import): said, and shipped.
+    assert "    # core: cudnn64_8.dll: named in main.py\n" in spec.read_text()
+    summary = pack_ok(capsys, spec)
+    assert Path(summary["out"]) == root / "pyinstaller" / "dist" / "pyinstaller"
+    assert "cudnn64_8.dll" in {Path(f["path"]).name for f in summary["files"]}
+    code, out, _ = run_cli(capsys, "verify", summary["out"])
+    assert code == 0 and out.startswith("ok:"), out
+
+
+def standin_wheel(folder: Path, recipe: str) -> Path:
+    """A stand-in of the recipe's cuDNN wheel: NVIDIA's file name, the members the recipe
+    takes (a few bytes each), so init reads it as that release's input. Not the pinned
+    file (pack would refuse it by its sha256): the real wheels' pack is opt-in, below."""
+    source = find_recipe(recipe, PROJECT_ROOT).sources["cudnn"]
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / source.file_name, "w") as wheel:
+        for member in source.contents:
+            wheel.writestr(member, b"stand-in")
+    return folder / source.file_name
+
+
+def test_the_recipe_comes_from_a_cudnn_wheel_beside_the_app_the_scripts_decide_which(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The wheels-cu11 app shows no DLL to the scan; its main.py loads cudnn64_8.dll.
+    With the cuDNN 8.9.4.25 (CUDA 11) and 9.28 (CUDA 12) wheels beside it, init takes
+    the release of the one the script's DLL is in; with no script naming one, the
+    newest; with none beside it, the default recipe."""
+    root = copy_examples(tmp_path, "wheels-cu11") / "wheels-cu11"
+    cu11 = standin_wheel(root / "wheels", CU11)
+    standin_wheel(root / "wheels", CU12)
+    code, _, err = init(capsys, root / "app")
+    assert code == 0, err
+    data, text = written(root / "app.spec"), (root / "app.spec").read_text()
+    assert data["runtime"]["recipe"] == CU11
+    assert data["sources"] == {"cudnn": "wheels/" + cu11.name}
+    assert f"{cu11.name} (beside the app) is the own input of release {CU11}" in comments(text)
+    assert "(cudnn64_8.dll)" in comments(text)
+
+    (root / "app.spec").unlink()
+    main = root / "app" / "main.py"
+    main.write_text(main.read_text().replace('"cudnn64_8.dll"', "NAME"))
+    assert init(capsys, root / "app")[0] == 0
+    assert written(root / "app.spec")["runtime"]["recipe"] == CU12
+
+    (root / "app.spec").unlink()
+    shutil.rmtree(root / "wheels")
+    assert init(capsys, root / "app")[0] == 0
+    assert written(root / "app.spec")["runtime"]["recipe"] == SEED
 
 
 @pytest.mark.parametrize("files, entry", [
@@ -282,3 +361,31 @@ def test_the_onnxruntime_spec_packs_with_the_real_wheels_as_written(
     assert summary["selected_because"] == {}   # init named every component the scan wants
     shipped = {Path(f["path"]).name for f in summary["files"]}
     assert {"cudnn64_9.dll", "cufft64_11.dll", "cublasLt64_12.dll", "cudart64_12.dll"} <= shipped
+
+
+@pytest.mark.skipif(os.environ.get("BUNDLER_REAL_CUDNN") != "1",
+                    reason="opt-in: set BUNDLER_REAL_CUDNN=1 (NVIDIA's cuDNN 8.9 CUDA 11 "
+                           "wheels, 1.16 GB, fetched once into the test cache)")
+def test_the_wheels_cu11_example_packs_from_the_wheel_cache_as_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a user who packed it once (the wheels are in the wheel cache, with the CUDA 12
+    set of another app): init takes the cached release main.py's cudnn64_8.dll is in,
+    writes no path (pack takes the cache's), and the spec packs as written."""
+    for recipe, sids in ((CU11, ("cudnn", "cublas", "cudart")),
+                         (CU12, ("cudnn", "cublas", "cudart"))):
+        for sid in sids:   # each checked against pins.toml
+            nvidia_wheel(recipe, sid)
+    monkeypatch.setenv("BUNDLER_CACHE", str(wheel_cache()))   # the harness's, not the user's
+    root = copy_examples(tmp_path, "wheels-cu11") / "wheels-cu11"
+    code, out, err = init(capsys, root / "app")
+    assert code == 0, err
+    data, text = written(root / "app.spec"), (root / "app.spec").read_text()
+    own = tomllib.loads((EXAMPLES / "wheels-cu11" / "app.spec").read_text())
+    assert data["runtime"]["recipe"] == own["runtime"]["recipe"] == CU11
+    assert data["sources"] == {} and "TO DECIDE" not in out
+    assert "(in the wheel cache) is the own input of release" in comments(text)
+    summary = pack_ok(capsys, root / "app.spec")
+    shipped = {Path(f["path"]).name for f in summary["files"]}
+    assert {"cudnn64_8.dll", "cudnn_cnn_infer64_8.dll", "cublas64_11.dll",
+            "cudart64_110.dll"} <= shipped
