@@ -301,3 +301,18 @@ def test_an_output_folder_that_is_a_symbolic_link_is_refused(
     assert link.is_symlink() and os.readlink(link) == str(other)
     assert (snapshot(tmp_path / "b") if other.exists() else {}) == before
     assert not (tmp_path / "b").exists() or points_to == "another-bundle"
+
+
+def test_a_typo_in_app_entry_names_the_users_path_and_the_closest_script(
+        tmp_path: Path, standin_framework: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Said before any input is read: the sources here do not even exist."""
+    workspace = make_workspace(tmp_path, standin_framework, {"cudnn": tmp_path / "no.zip"})
+    (workspace.root / "app" / "server.py").write_text("print('other')\n")
+    text = workspace.spec.read_text()
+    workspace.spec.write_text(text.replace('entry = "main.py"', 'entry = "mian.py"'))
+    code, _, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 2
+    assert (f"bundler: error: {workspace.spec}: app.entry = 'mian.py': app/mian.py does not "
+            "exist (did you mean 'main.py'?)\n") in err
+    assert "staging" not in err and "hint: set app.entry" in err
+    assert not (tmp_path / "dist").exists()

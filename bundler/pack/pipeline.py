@@ -19,6 +19,7 @@ from bundler.pack.app_needs import Selection, select_for_app
 from bundler.pack.app_scan import Need, scan_app
 from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import BuildOptions, Skipped
+from bundler.pack.builders.folder import check_entry
 from bundler.pack.emit import build_manifest
 from bundler.pack.lock import Lock, LockPolicy, check_lock, read_lock
 from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
@@ -77,6 +78,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     inputs = {sid: path for sid in given if (path := given_path(sid, given, spec.folder))}
     recipe = find_recipe(spec.recipe, spec.folder, inputs)
     recipe.select(list(spec.components) + list(spec.scan.components))  # names them early
+    check_entry(spec)   # a typo is said before any input is read or fetched
     target = output_folder(out or spec.default_out())
     refuse_unsafe_target(target, _protected(spec))
     zip_path = check_zip_path(zip_to, target) if zip_to else None

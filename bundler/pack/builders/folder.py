@@ -20,6 +20,7 @@ from bundler.support.paths import (
     windows_name_problem,
     windows_path_length,
 )
+from bundler.support.suggest import did_you_mean
 from bundler.support.swap_journal import is_pack_file_of
 
 if TYPE_CHECKING:  # the spec module imports the builders table
@@ -62,6 +63,24 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path,
         inject_entry(staging / spec.entry, spec.entry.count("/"))
     return BuiltApp(staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256,
                                             entry=spec.entry), left_out.skipped())
+
+
+def check_entry(spec: Spec) -> None:
+    """app.entry must name a script in the app folder: said before any input is read or
+    fetched, naming the user's own path (not the staging copy's) and the closest script
+    beside it ("did you mean main.py?")."""
+    app = spec.app_path
+    if not spec.entry or app is None or not app.is_dir() or (app / spec.entry).is_file():
+        return
+    path = app / spec.entry
+    shown = Path(os.path.relpath(path, spec.folder)).as_posix()
+    folder = path.parent if path.parent.is_dir() else app
+    scripts = sorted(p.relative_to(app).as_posix() for p in folder.glob("*.py"))
+    guess = did_you_mean(spec.entry, scripts, cutoff=0.6)
+    what = "is a folder, not a script" if path.is_dir() else "does not exist"
+    raise SpecError(f"{spec.path}: app.entry = {spec.entry!r}: {shown} {what}{guess}",
+                    "set app.entry to the script to run, relative to the app folder "
+                    f"({Path(os.path.relpath(app, spec.folder)).as_posix()})")
 
 
 def _existing_ignoring_case(root: Path, relpath: str) -> str:
