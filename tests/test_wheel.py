@@ -197,3 +197,21 @@ def test_offline_error_for_one_wheel_reads_well() -> None:
     error = offline_error([spec], Path("/cache"))
     assert error.message.startswith("--offline: source(s) cudart (nvidia-cuda-runtime-cu11")
     assert "nvidia-cuda-runtime-cu11==11.8.89 -d wheels" in error.hint
+
+
+def test_a_missing_source_file_is_no_such_file_whatever_its_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A path typo in [sources] is reported as one, not as a wheel named wrongly."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.py").write_text("print('hi')\n")
+    spec = tmp_path / "app.spec"
+    spec.write_text(f'[app]\nname = "app"\npath = "app"\nentry = "main.py"\n\n[runtime]\n'
+                    f'recipe = "{CU12}"\n')
+    ids = sorted(find_recipe(CU12, PROJECT_ROOT).sources)
+    given = [arg for sid in ids for arg in ("--source", f"{sid}=downloads/{sid}-windows.zip")]
+    capsys.readouterr()
+    assert main(["pack", str(spec), "--offline", *given]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'downloads' / ids[0]}-windows.zip: no such file (source " in err
+    assert "not named like a wheel" not in err and "hint: check the path" in err

@@ -162,6 +162,9 @@ class WheelSource(ArchiveSource):
 
     def __init__(self, spec: SourceSpec, location: Path, origin: str,
                  takes: Collection[str] = ()) -> None:
+        if not location.exists():   # a typo in the path is not a badly named wheel
+            raise SourceError(f"{location}: no such file (source '{spec.id}', {origin})",
+                              "check the path in [sources] or --source")
         name = parse_wheel_name(location, spec)
         check_name(location, name, spec)
         super().__init__(spec, location, origin, takes)
