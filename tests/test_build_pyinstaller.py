@@ -132,8 +132,9 @@ def test_runtime_dll_brought_by_own_spec_is_refused(tmp_path: Path) -> None:
     assert "binaries/datas" in caught.value.hint
 
 
-def test_the_wrapper_spec_and_log_are_where_readme_says(tmp_path: Path) -> None:
-    """README: the wrapper is build/bundler-<name>/bundler.spec, the log beside it."""
+def test_the_wrapper_spec_and_log_are_where_the_docs_say(tmp_path: Path) -> None:
+    """docs/pyinstaller.md: the wrapper is build/bundler-<name>/bundler.spec, the log
+    beside it."""
     spec, staging = own_spec_project(tmp_path, "raise SystemExit(3)\n")
     with pytest.raises(BuildError):
         freeze(load_spec(spec), staging, RUNTIME)
