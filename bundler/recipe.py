@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from bundler.errors import RecipeError, SourceError
 from bundler.platforms import Platform, Trust, platform_for
 from bundler.recipe_checks import check_consistency, driver_minimums, signer_trust
-from bundler.releases.catalogue import cuda_key
+from bundler.releases.catalogue import catalogue_releases, cuda_key
 from bundler.releases.channels import detect as detect_channel
 from bundler.releases.families import runtime_sets
 from bundler.releases.render import (
@@ -29,6 +29,7 @@ from bundler.releases.render import (
 )
 from bundler.releases.runtime_inputs import overrides as runtime_overrides
 from bundler.support.paths import is_bare_file_name
+from bundler.support.suggest import did_you_mean
 from bundler.support.toml_tables import Table, load_toml_bytes, parse_toml_text
 
 LICENCE_COMPONENT = "licence"
@@ -162,7 +163,8 @@ class Recipe:
             name = pending.pop()
             if name not in self.components:
                 known = ", ".join(self.components)
-                raise RecipeError(f"recipe {self.name} has no component '{name}'",
+                raise RecipeError(f"recipe {self.name} has no component '{name}'"
+                                  f"{did_you_mean(name, self.components, 0.6)}",
                                   f"choose from: {known}")
             if name not in chosen:
                 chosen.add(name)
@@ -224,7 +226,9 @@ def find_recipe(name_or_path: str, relative_to: Path,
     release = release_for(name_or_path)
     if release is None:
         known = ", ".join(r.name for r in shipped_recipes())
-        raise RecipeError(f"no shipped recipe is named '{name_or_path}'",
+        names = [*(r.name for r in shipped_recipes()), *(r.name for r in catalogue_releases())]
+        raise RecipeError(f"no shipped recipe is named '{name_or_path}'"
+                          f"{did_you_mean(name_or_path, names, 0.8)}",
                           f"use one of: {known}, a catalogue release "
                           "(cudnn-<version>-cuda<major>-win-x64 or -linux-x64: bundler "
                           "recipes), or a "

@@ -113,3 +113,33 @@ def test_doctor_on_linux_says_windows_dlls_on_path_are_judged_as_files_only(
     assert ("the DLLs listed are Windows files on this machine's PATH: doctor judged the "
             "files (machine, version, signature), not what a Windows process would load"
             ) in result.stdout
+
+
+@pytest.mark.parametrize("typo, meant", [
+    ("cudnn-9.28.0.42-cud12-win-x64", "'cudnn-9.28.0.42-cuda12-win-x64'"),
+    ("cudnn-8.0.3.33-cuda10.1-win", "'cudnn-8.0.3.33-cuda10.1-win-x64'")])
+def test_an_unknown_recipe_name_suggests_the_closest(
+        capsys: pytest.CaptureFixture[str], typo: str, meant: str) -> None:
+    code, _, err = run_cli(capsys, "recipes", typo)
+    assert code == 2 and f"no shipped recipe is named '{typo}' (did you mean {meant}?)" in err
+
+
+@pytest.mark.parametrize("table, typo, meant", [
+    ("runtime", "cuffft", "'cufft'"),
+    ("runtime", "cnn_infer", "'cnn'"),       # cuDNN 8's name, in a cuDNN 9 recipe
+    ("scan", "cusparce", "'cusparse'")])
+def test_an_unknown_component_in_a_spec_suggests_the_closest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, typo: str,
+        meant: str) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text("print('hi')\n")
+    spec = tmp_path / "app.spec"
+    runtime = '[runtime]\nrecipe = "cudnn-9.28.0.42-cuda12-win-x64"\n'
+    listed = f'components = ["{typo}"]\n'
+    tables = runtime + listed if table == "runtime" else f"{runtime}\n[scan]\n{listed}"
+    spec.write_text(f'[app]\nname = "app"\npath = "app"\n\n{tables}')
+    code, _, err = run_cli(capsys, "pack", spec, "--offline")
+    assert code == 2, err
+    assert (f"recipe cudnn-9.28.0.42-cuda12-win-x64 has no component '{typo}' "
+            f"(did you mean {meant}?)") in err
+    assert "hint: choose from: cudart, cublas, core," in err

@@ -14,9 +14,14 @@ def closest(name: str, candidates: Iterable[str], cutoff: float = 0.75) -> str:
 
 
 def did_you_mean(name: str, candidates: Iterable[str], cutoff: float = 0.75) -> str:
-    """" (did you mean 'x'?)" to append to a message, or "" when no candidate is close."""
-    found = closest(name, candidates, cutoff)
-    return f" (did you mean '{found}'?)" if found else ""
+    """" (did you mean 'x'?)" to append to a message, or "" when no candidate is close.
+    Failing a close spelling, the candidates of the same first word: cuDNN 8's component
+    'cnn_infer' is cuDNN 9's 'cnn', and 'cnn' is 'cnn_infer' or 'cnn_train'."""
+    names = list(dict.fromkeys(candidates))
+    found = [closest(name, names, cutoff)]
+    if not found[0]:
+        found = [c for c in names if c.split("_")[0] == name.split("_")[0]]
+    return f" (did you mean {' or '.join(repr(f) for f in found)}?)" if found else ""
 
 
 def listing(items: Iterable[str], cap: int = 6, sep: str = ", ") -> str:
