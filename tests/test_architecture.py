@@ -88,6 +88,59 @@ def test_only_the_seam_knows_the_platform_packages() -> None:
     assert leaking == []
 
 
+# Outside the platform packages and the seam, these may still ask the OS bundler runs on:
+# the shipped bootstrap (standard library only, it picks its own loader) and support/
+# (bundler's own file locks and cache folders, not a target platform's knowledge).
+OS_QUESTIONS_ALLOWED = ("runtime/bootstrap.py", "support/")
+OS_QUESTIONS = {("os", "name"), ("sys", "platform"), ("platform", "system")}
+# Literal platform tags and library suffixes: a check against one is a platform's
+# knowledge (Platform.wheel_tag, .machine, .is_library). Known debt, by file and count:
+# the release catalogue's readers of Windows inputs (a toolkit's bin/*.dll, an archive's
+# cudnn64_<N>.dll), still to move behind the seam.
+PLATFORM_LITERALS = {"nt", "win32", "win_amd64", "amd64", ".dll", "*.dll"}
+PLATFORM_LITERALS_LEFT = {"releases/channels.py": 1, "releases/runtime_inputs.py": 1}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {id(node.body[0].value) for node in ast.walk(tree) if isinstance(node, kinds)
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _platform_knowledge(path: Path) -> tuple[list[str], list[str]]:
+    """(OS questions: os.name, sys.platform, platform.system; platform literals)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = _docstrings(tree)
+    questions = [f"line {n.lineno}: {n.value.id}.{n.attr}" for n in ast.walk(tree)
+                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                 and (n.value.id, n.attr) in OS_QUESTIONS]
+    literals = [f"line {n.lineno}: {n.value!r}" for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                and id(n) not in docstrings and n.value.lower() in PLATFORM_LITERALS]
+    return questions, literals
+
+
+def test_no_platform_knowledge_outside_the_platform_packages() -> None:
+    """Which OS this is (os.name, sys.platform) is asked through platforms.this_machine();
+    a platform's tags and library suffixes come from its Platform. A new `os.name ==
+    "nt"` branch or `.endswith(".dll")` anywhere else fails here."""
+    asking, literal = {}, {}
+    for path in MODULES:
+        relative = path.relative_to(PACKAGE).as_posix()
+        if _product(path) in (*PLATFORM_PACKAGES, SEAM):
+            continue
+        questions, literals = _platform_knowledge(path)
+        if relative.startswith(OS_QUESTIONS_ALLOWED):   # and the answers they compare
+            questions = []
+            literals = [t for t in literals if t.split(": ", 1)[1] not in ("'nt'", "'win32'")]
+        if questions:
+            asking[relative] = questions
+        if len(literals) > PLATFORM_LITERALS_LEFT.get(relative, 0):
+            literal[relative] = literals
+    assert asking == {} and literal == {}
+
+
 def test_the_bootstrap_uses_the_standard_library_only() -> None:
     imported = {name.split(".")[0] for name in _imports(PACKAGE / "runtime" / "bootstrap.py")}
     assert imported <= set(sys.stdlib_module_names)

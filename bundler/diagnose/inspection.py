@@ -217,7 +217,7 @@ def _inspect_archive(path: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
     with ZipArchive(path) as archive:
         names = sorted(archive.members)
         members = tuple(archive.members[n] for n in names)
-        dll_members = [n for n in names if n.lower().endswith(".dll")]
+        dll_members = [n for n in names if windows().is_library(PurePosixPath(n).name)]
         beside = {PurePosixPath(n).name.lower() for n in dll_members}
         in_file_order = sorted(dll_members, key=lambda n: archive.members[n].header_offset)
         facts = {m: _member_facts(archive, m, beside, recipes, digest.see)

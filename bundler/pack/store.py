@@ -239,7 +239,8 @@ def open_store(environ: Mapping[str, str]) -> Store | None:
 def _refuse_shared(root: Path) -> None:
     """A store another user can write could hand this user's packs their files (the
     objects prove themselves, but a writer can delete and refill at will): not used."""
-    if os.name == "nt" or not root.exists():
+    # Owners and group/other write bits are POSIX's (os.getuid): Windows has ACLs instead.
+    if not hasattr(os, "getuid") or not root.exists():
         return
     facts = root.stat()
     shared = facts.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bundler.platforms import platform_for
 from bundler.releases.catalogue import version_key
 from bundler.support.toml_tables import tomllib
 from bundler.support.toml_write import dumps
@@ -57,13 +58,14 @@ _DLL = re.compile(r"(?i)[^/]+\.dll")
 _SO = re.compile(r"lib[^/]+\.so(\.\d+)+")
 # NVIDIA's Linux x86-64 wheels carry one manylinux tag: manylinux1 (cuDNN 8), 2014 (9.0
 # to 9.5.0), 2_27 or 2_28 (9.5.1 on). The catalogue records the tag the file has.
-_MANYLINUX = r"manylinux(1|2010|2014|_2_\d+)_x86_64"
+_MANYLINUX = platform_for("linux-x86_64").wheel_tags
+_WINDOWS = platform_for("win-amd64").wheel_tags
 
 # One row per (package, platform).
 FAMILIES: tuple[Family, ...] = (
-    Family("nvidia-cudnn-cu11", "win_amd64", "nvidia/cudnn/bin", _DLL),
-    Family("nvidia-cudnn-cu12", "win_amd64", "nvidia/cudnn/bin", _DLL),
-    Family("nvidia-cudnn-cu13", "win_amd64", "nvidia/cudnn/bin", _DLL),
+    Family("nvidia-cudnn-cu11", _WINDOWS, "nvidia/cudnn/bin", _DLL),
+    Family("nvidia-cudnn-cu12", _WINDOWS, "nvidia/cudnn/bin", _DLL),
+    Family("nvidia-cudnn-cu13", _WINDOWS, "nvidia/cudnn/bin", _DLL),
     Family("nvidia-cudnn-cu11", _MANYLINUX, "nvidia/cudnn/lib", _SO),
     Family("nvidia-cudnn-cu12", _MANYLINUX, "nvidia/cudnn/lib", _SO),
     Family("nvidia-cudnn-cu13", _MANYLINUX, "nvidia/cudnn/lib", _SO),

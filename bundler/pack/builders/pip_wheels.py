@@ -24,8 +24,9 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.builders.cpython_embed import Embeddable
 from bundler.pack.sources.fetch import cache_root
+from bundler.platforms import windows
 
-WHEEL_TAG = "win_amd64"   # the platform of python.org's embeddable x64 CPython
+WHEEL_TAG = windows().wheel_tag   # the platform of python.org's embeddable x64 CPython
 
 def wheel_cache(embed: Embeddable, environ: Mapping[str, str]) -> Path:
     """Where the requirements' wheels are kept for --offline packs."""
@@ -107,7 +108,7 @@ def _pip(args: list[str], requirements: Path, what: str, hint: str = "") -> None
     errors = [line for line in lines if line.startswith("ERROR:")] or lines[-1:]
     said = " ".join(errors) or f"pip exited with {result.returncode}"
     raise SourceError(f"{requirements}: pip could not {what} the app's requirements as "
-                      f"win_amd64 wheels: {said}",
-                      hint or "every requirement needs a win_amd64 (or pure Python) wheel "
+                      f"{WHEEL_TAG} wheels: {said}",
+                      hint or f"every requirement needs a {WHEEL_TAG} (or pure Python) wheel "
                       "for the spec's app.python; check the names and versions, the "
                       "network and your package index")

