@@ -316,3 +316,23 @@ def test_a_typo_in_app_entry_names_the_users_path_and_the_closest_script(
             "exist (did you mean 'main.py'?)\n") in err
     assert "staging" not in err and "hint: set app.entry" in err
     assert not (tmp_path / "dist").exists()
+
+
+@pytest.mark.parametrize("dist_before", [False, True])
+def test_a_failed_first_pack_leaves_no_output_folder_it_made(
+        tmp_path: Path, standin_runtime, standin_toolkit: Path, standin_framework: Path,
+        capsys: pytest.CaptureFixture[str], dist_before: bool) -> None:
+    """The pack fails while staging (a member's CRC): dist/ goes if this pack made it,
+    an empty dist/ that was there before stays."""
+    bad = corrupted({"runtime": standin_runtime}, tmp_path)[1]
+    workspace = make_workspace(tmp_path / "ws", standin_framework,
+                               {"cudnn": Path(bad), "cuda": standin_toolkit})
+    if dist_before:
+        (workspace.root / "dist").mkdir()
+    code, _, err = run_cli(capsys, "pack", workspace.spec, "--out",
+                           workspace.root / "dist" / "nested" / "app")
+    assert code == 2 and "cudnn_cnn_infer64_8.dll is corrupt" in err
+    assert (workspace.root / "dist").exists() == dist_before
+    assert not (workspace.root / "dist" / "nested").exists()
+    assert sorted(p.name for p in workspace.root.iterdir()) == [
+        "app", "app.spec", *(["dist"] if dist_before else [])]

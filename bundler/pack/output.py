@@ -122,7 +122,19 @@ def staged_output(target: Path, replaced: list[Path]) -> Iterator[Staging]:
     lock, a swap a killed run left is completed first and its debris removed. Any
     failure before the swap changes nothing; a kill at any instant is recovered.
     """
+    made = _missing_folders(target.parent)
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with _held(target, replaced) as staging:
+            yield staging
+    except BaseException:
+        _remove_if_empty(made)   # a failed first pack leaves no empty dist/ behind
+        raise
+
+
+@contextmanager
+def _held(target: Path, replaced: list[Path]) -> Iterator[Staging]:
+    """staged_output's work, under the pack locks."""
     with ExitStack() as held:
         # Always spec-lock(s) first, then the target: no two packs wait on each other.
         for guarded in [*sorted(set(replaced)), target]:
@@ -141,6 +153,25 @@ def staged_output(target: Path, replaced: list[Path]) -> Iterator[Staging]:
             if not journal_path(target).exists():  # a swap begun is finished or undone
                 staging.discard()
             raise
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Remove the folders this pack made, deepest first, while they are empty: rmdir
+    never removes a folder that something (another pack's lock) was put in meanwhile."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def _swap(staging: Staging, target: Path) -> None:
