@@ -56,3 +56,9 @@ def test_readme_links_every_page_of_docs() -> None:
 def test_the_anchor_rule_is_githubs() -> None:
     assert anchor(" The zip: `bundler pack --zip PATH`") == "the-zip-bundler-pack---zip-path"
     assert anchor("Checks at pack time") == "checks-at-pack-time"
+
+
+def test_readme_stays_a_short_guide() -> None:
+    """Issue 17: README is a user guide of about 300 lines; details go to docs/."""
+    lines = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= 320, f"README.md has {lines} lines: move details into docs/"
