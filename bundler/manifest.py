@@ -99,6 +99,16 @@ class BootstrapEntry:
 
 
 @dataclass(frozen=True)
+class BuiltFile:
+    """A file a builder added beside the app (embedded-python: its CPython, the
+    installed wheels, the ._pth, the launcher): verify checks it as a runtime file."""
+
+    path: str   # relative to the manifest's root folder
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
 class Manifest:
     recipe: RecipeRef
     platform: str
@@ -111,6 +121,9 @@ class Manifest:
     # The bootstrap stops the app (rather than warn) when the driver is missing or old.
     require_driver: bool = False
     format: int = MANIFEST_FORMAT
+    # Files the builder added beside the app, sorted; left out of the JSON when none
+    # (a folder or PyInstaller app), so their manifests are what they were.
+    built: tuple[BuiltFile, ...] = ()
 
     def to_bytes(self) -> bytes:
         """Deterministic: sorted keys, no timestamps, so equal inputs give equal bytes."""
@@ -137,7 +150,7 @@ def _plain(value: Any) -> Any:
     out = {}
     for spec in fields(value):
         item = getattr(value, spec.name)
-        if item == "" and spec.default == "":
+        if item == spec.default and spec.default in ("", ()):
             continue
         out[spec.name] = _plain(item)
     return out
@@ -242,7 +255,9 @@ def parse_manifest(data: object, path: Path) -> Manifest:
                          for index, item in enumerate(reader.list(top, "load_order"))),
         bootstrap=_bootstrap_entry(reader, reader.table(top.get("bootstrap"), "bootstrap")),
         require_driver=reader.flag(top, "require_driver"),
-        format=version)
+        format=version,
+        built=tuple(_built_file(reader, item, index) for index, item
+                    in enumerate(reader.list(top, "built") if "built" in top else [])))
     listed = {entry.path for entry in manifest.files}
     unlisted = [relpath for relpath in manifest.load_order if relpath not in listed]
     if unlisted:
@@ -262,6 +277,16 @@ def _file_entry(reader: _Reader, item: object, index: int) -> FileEntry:
     return FileEntry(path=reader.relpath(table, "path", where), size=size,
                      **{f.name: reader.text(table, f.name, where, optional=f.default == "")
                         for f in fields(FileEntry) if f.name not in ("path", "size")})
+
+
+def _built_file(reader: _Reader, item: object, index: int) -> BuiltFile:
+    where = f"built[{index}]"
+    table = reader.table(item, where)
+    size = table.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise reader.damaged(f"'{where}.size' must be a whole number of bytes")
+    return BuiltFile(path=reader.relpath(table, "path", where), size=size,
+                     sha256=reader.text(table, "sha256", where))
 
 
 def _bootstrap_entry(reader: _Reader, table: Mapping[str, object]) -> BootstrapEntry:

@@ -35,6 +35,7 @@ ZIP = "bundler/pack/zip_output.py"
 LOCK_TESTS = ("tests/test_lock_conventions.py",)
 EMBED = "bundler/pack/builders/embedded_python.py"
 EMBED_TESTS = ("tests/test_embedded_python.py", "tests/test_embedded_python_wine.py")
+EMBED_VERIFY_TESTS = ("tests/test_embedded_python_verify.py",)
 ZIP_TESTS = ("tests/test_zip_output.py",)
 INIT_TESTS = ("tests/test_init.py",)
 LINUX_RELEASE_TESTS = ("tests/test_linux_releases.py",)
@@ -118,6 +119,15 @@ MUTANTS = (
     Mutant("zip-modes-of-this-machine", "a Windows bundle's zip takes this machine's modes",
            ZIP, "return path.suffix.lower() in _WINDOWS_EXECUTABLE",
            "return bool(path.stat().st_mode & stat.S_IXUSR)", ("tests/test_zip_paths.py",)),
+    Mutant("embedded-python-unlisted", "embedded-python: python/ and the launcher are not "
+           "in the manifest", EMBED, "return replace(built, made=(PYTHON_DIR, launcher.name))",
+           "return built", EMBED_VERIFY_TESTS),
+    Mutant("verify-skips-built", "verify does not check the files a builder added",
+           "bundler/diagnose/verify.py", "    _check_built(found, report, hashes)\n", "",
+           EMBED_VERIFY_TESTS),
+    Mutant("requirements-not-locked", "the lock records app.requirements' path, not its "
+           "contents", LOCK, 'if requirements is not None and requirements.is_file() and '
+           '"app" in record:', "if False:", EMBED_VERIFY_TESTS),
     Mutant("init-no-entry-guess", "init: main.py, __main__.py, app.py are not looked for",
            "bundler/init_writer.py", "named = [by_name[n] for n in ENTRY_NAMES if n in by_name]",
            "named: list[str] = []", INIT_TESTS),

@@ -114,10 +114,40 @@ def verify(app: Path, found: FoundManifest | None = None, lock: Lock | None = No
         relpath = path.relative_to(found.root).as_posix()
         if relpath not in expected and path != found.path:
             report.unexpected.append(relpath)
+    _check_built(found, report, hashes)
     _check_entry(found, report)
     if lock is not None:
         _check_lock(found, lock, report, hashes)
     return report
+
+
+def _check_built(found: FoundManifest, report: VerifyReport, hashes: dict[str, str]) -> None:
+    """The files a builder added beside the app (embedded-python's CPython, the wheels
+    installed into it, its launcher): each against its hash, and no file added among
+    them (but bytecode, which Python writes into __pycache__ as the app runs)."""
+    built = found.manifest.built
+    folders = sorted({entry.path.split("/")[0] for entry in built if "/" in entry.path})
+    gone = {folder for folder in folders if not (found.root / folder).is_dir()}
+    for folder in sorted(gone):   # one line for a folder, not one per file
+        count = sum(1 for entry in built if entry.path.startswith(folder + "/"))
+        report.checked += count
+        report.missing.append(f"{folder}/ (all {count} files)")
+    for entry in built:
+        if entry.path.split("/")[0] in gone:
+            continue
+        path = found.root / entry.path
+        report.checked += 1
+        if not path.is_file():
+            report.missing.append(entry.path)
+        elif _hash(path, entry.path, hashes) != entry.sha256:
+            report.changed.append(entry.path)
+    listed = {entry.path for entry in built}
+    for folder in folders:
+        for path in sorted((found.root / folder).rglob("*")):
+            relpath = path.relative_to(found.root).as_posix()
+            if path.is_file() and relpath not in listed and \
+                    "__pycache__" not in relpath.split("/"):
+                report.unexpected.append(relpath)
 
 
 def _hash(path: Path, relpath: str, hashes: dict[str, str]) -> str:

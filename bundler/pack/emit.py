@@ -17,15 +17,17 @@ from bundler.manifest import (
     INJECT_LOADS,
     INJECT_MARKER,
     BootstrapEntry,
+    BuiltFile,
     Manifest,
     RecipeRef,
     Versions,
 )
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.recipe import Recipe
+from bundler.support.hashing import sha256_file
 
-__all__ = ["BOOTSTRAP_NAME", "INJECT_MARKER", "build_manifest", "inject_entry",
-           "write_bootstrap"]
+__all__ = ["BOOTSTRAP_NAME", "INJECT_MARKER", "build_manifest", "built_files",
+           "inject_entry", "write_bootstrap"]
 
 # Loaded by path, not `import _cudnn_bootstrap`: the embeddable CPython's ._pth
 # file keeps the script's folder off sys.path. Registered in sys.modules so the
@@ -124,9 +126,23 @@ def _insertion_line(tree: ast.Module) -> int:
     return at
 
 
+def built_files(root: Path, made: tuple[str, ...]) -> tuple[BuiltFile, ...]:
+    """Each file below `root` at or under the paths a builder added (`made`), hashed
+    for the manifest, sorted by path."""
+    found = []
+    for relpath in made:
+        top = root / relpath
+        paths = [top] if top.is_file() else [p for p in top.rglob("*") if p.is_file()]
+        for path in paths:
+            found.append(BuiltFile(path.relative_to(root).as_posix(), path.stat().st_size,
+                                   sha256_file(path, f"hashing {path.name}")))
+    return tuple(sorted(found, key=lambda f: f.path))
+
+
 def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
                    resolved: ResolvedRuntime, bootstrap: BootstrapEntry,
-                   require_driver: bool = False) -> Manifest:
+                   require_driver: bool = False,
+                   built: tuple[BuiltFile, ...] = ()) -> Manifest:
     return Manifest(
         recipe=RecipeRef(recipe.name, recipe.sha256), platform=recipe.platform,
         versions=Versions(cudnn=recipe.cudnn, cuda=recipe.cuda, min_driver=recipe.min_driver,
@@ -135,4 +151,4 @@ def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
         runtime_dir=runtime_dir, components=tuple(components),
         files=tuple(sorted(resolved.files, key=lambda f: f.path)),
         load_order=tuple(resolved.load_order), bootstrap=bootstrap,
-        require_driver=require_driver)
+        require_driver=require_driver, built=built)

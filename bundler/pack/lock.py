@@ -15,9 +15,10 @@ from typing import Literal
 
 from bundler.errors import LockError
 from bundler.lockfile import LOCK_FORMAT, Lock, read_lock
+from bundler.support.hashing import sha256_file
 
 __all__ = ["LOCK_FORMAT", "Lock", "LockPolicy", "Settled", "check_lock", "differences",
-           "read_lock", "spec_changes"]
+           "read_lock", "spec_changes", "spec_record"]
 
 # follow: the lock follows the spec; update: --update-lock; locked: --locked.
 LockPolicy = Literal["follow", "update", "locked"]
@@ -49,6 +50,18 @@ def differences(old: Lock, new: Lock) -> list[str]:
     return changes
 
 
+def spec_record(tables: Mapping[str, Mapping], requirements: Path | None) -> dict[str, dict]:
+    """The spec as the lock records it: its tables, and the file app.requirements names
+    by its sha256 too (what pip installs is part of what the spec asks: editing the
+    file is a spec change, followed, and refused under --locked)."""
+    record = {name: dict(table) for name, table in tables.items()}
+    if requirements is not None and requirements.is_file() and "app" in record:
+        record["app"]["requirements"] = {
+            "path": record["app"].get("requirements"),
+            "sha256": sha256_file(requirements, f"hashing {requirements.name}")}
+    return record
+
+
 def spec_changes(old: Lock, new: Lock) -> list[str]:
     """The spec keys that differ from those the old lock was made from ([] for a
     format-1 lock, which did not record them)."""
@@ -56,9 +69,17 @@ def spec_changes(old: Lock, new: Lock) -> list[str]:
         return []
     old_keys, new_keys = _dotted(old.spec), _dotted(new.spec)
     return [f"spec {key} " + ("added" if key not in old_keys else "removed"
-                              if key not in new_keys else "changed")
+                              if key not in new_keys else _changed(old_keys[key],
+                                                                   new_keys[key]))
             for key in sorted(set(old_keys) | set(new_keys))
             if old_keys.get(key) != new_keys.get(key)]
+
+
+def _changed(old: object, new: object) -> str:
+    """'changed', or what changed of a file the spec names (spec_record)."""
+    if isinstance(old, dict) and isinstance(new, dict) and old.get("path") == new.get("path"):
+        return f"changed (the contents of {new.get('path')})"
+    return "changed"
 
 
 def _dotted(tables: Mapping[str, Mapping]) -> dict[str, object]:

@@ -20,8 +20,8 @@ from bundler.pack.app_scan import Need, scan_app
 from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.builders.folder import check_entry
-from bundler.pack.emit import build_manifest
-from bundler.pack.lock import Lock, LockPolicy, check_lock, read_lock
+from bundler.pack.emit import build_manifest, built_files
+from bundler.pack.lock import Lock, LockPolicy, check_lock, read_lock, spec_record
 from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
 from bundler.pack.resolve import ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
@@ -113,7 +113,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             staged, reuse = made.staged, made.reuse
             manifest = build_manifest(recipe, [c.name for c in selection.components],
                                       spec.runtime_dir, made.resolved, bootstrap,
-                                      spec.require_driver)
+                                      spec.require_driver, built_files(app_root, built.made))
             write_manifest(runtime_dir / MANIFEST_NAME, manifest)
             identities = _identities(sources, staged, reuse.identities)
             lock = _lock(spec, recipe, selection, sources, staged, identities)
@@ -268,4 +268,5 @@ def _lock(spec: Spec, recipe: Recipe, selection: Selection, sources: Mapping[str
         sources={sid: {"kind": s.spec.kind, "sha256": identities[sid]}
                  for sid, s in sorted(sources.items())},
         files={item.relpath: item.sha256 for item in staged},
-        spec=spec.tables, components=[c.name for c in selection.components])
+        spec=spec_record(spec.tables, spec.requirements),
+        components=[c.name for c in selection.components])

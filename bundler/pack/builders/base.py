@@ -23,6 +23,9 @@ class BuiltApp:
     root: Path                    # the folder the runtime goes below
     bootstrap: BootstrapEntry     # the bootstrap's manifest entry
     skipped: tuple[Skipped, ...] = ()
+    # What the builder added beside the app (paths relative to `root`, files or
+    # folders): listed in the manifest, so verify checks them (embedded-python)
+    made: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ Made entirely on this machine (Linux or Windows, no Wine): nothing of it runs he
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,7 @@ def build_embedded_python_app(spec: Spec, recipe: Recipe, staging: Path, target:
     (python / embed.pth_name).write_bytes(pth_text(embed).encode("ascii"))
     launcher = staging / f"{spec.name}.cmd"
     launcher.write_bytes(launcher_text(spec.entry).encode("ascii"))
-    return built
+    return replace(built, made=(PYTHON_DIR, launcher.name))
 
 
 def _refuse_taken_names(spec: Spec) -> None:
