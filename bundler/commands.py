@@ -23,7 +23,12 @@ from bundler.errors import (
     RefusedError,
 )
 from bundler.lockfile import Lock, read_lock
-from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
+from bundler.manifest import (
+    SIGNATURE_ALLOWED_UNSIGNED,
+    SIGNATURE_VERIFIED,
+    FileEntry,
+    FoundManifest,
+)
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
 from bundler.pack.store import DISABLED, STORE_VARIABLE, open_store
@@ -172,18 +177,30 @@ def _store_lines(report: StoreReport, pruning: bool, cap: int) -> list[str]:
     return lines
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
-    folder = Path(args.appdir)
+def _bundles(folder: Path, lock: Lock | None) -> list[FoundManifest]:
+    """The bundle `folder` is, or each bundle directly inside it (`verify dist`, `doctor
+    dist`)."""
     # A pack killed mid-swap: the bundle (or one in the folder) may be aside.
     for target in [folder.resolve(), *journaled_targets(folder.resolve())]:
         recover_beside(target, _say)
     bundles = bundles_in(folder)
-    lock = _lock_arg(args)
     if lock is not None and len(bundles) > 1:
         raise BundlerError(f"{folder}: holds {len(bundles)} bundles, and one lock pins one",
                            "give the bundle folder itself with --lock")
+    return bundles
+
+
+def _top(found: FoundManifest, folder: Path) -> Path:
+    """A bundle's own folder (a PyInstaller bundle's, above _internal), spelled from
+    `folder` as the user gave it."""
+    top = found.root.parent if found.root.name == "_internal" else found.root
+    return folder / top.relative_to(folder.resolve())
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    lock = _lock_arg(args)
     reports = []
-    for found in bundles:
+    for found in _bundles(Path(args.appdir), lock):
         reports.append(verify(found.root, lock=lock,
                               lock_path=Path(args.lock) if args.lock else None))
     if args.json:
@@ -218,11 +235,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    if args.appdir:
-        recover_beside(Path(args.appdir).resolve(), _say)
-        bundle = examine_bundle(Path(args.appdir), lock=_lock_arg(args))
-        _print_report(bundle, render_bundle(bundle), args.json)
-        return EXIT_OK if bundle.ok else EXIT_PROBLEMS
+    if args.appdir:   # each bundle of a folder of bundles, as verify checks them
+        folder, lock = Path(args.appdir), _lock_arg(args)
+        bundles = [examine_bundle(_top(found, folder), lock=lock)
+                   for found in _bundles(folder, lock)]
+        if args.json:   # one object for one bundle, a list for a folder of them
+            data = [_report_data(bundle) for bundle in bundles]
+            print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
+        else:
+            print("\n\n".join("\n".join(render_bundle(bundle)) for bundle in bundles))
+        return EXIT_OK if all(b.ok for b in bundles) else EXIT_PROBLEMS
     machine = examine_machine()
     _print_report(machine, render_machine(machine), args.json)
     return EXIT_OK if machine.ok else EXIT_PROBLEMS
@@ -230,12 +252,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def _print_report(report: object, lines: list[str], as_json: bool) -> None:
     if as_json:
-        data = asdict(report)  # type: ignore[call-overload]
-        if hasattr(report, "ok"):
-            data["ok"] = report.ok
-        print(json.dumps(data, indent=2))
+        print(json.dumps(_report_data(report), indent=2))
     else:
         print("\n".join(lines))
+
+
+def _report_data(report: object) -> dict:
+    data: dict = asdict(report)  # type: ignore[call-overload]
+    if hasattr(report, "ok"):
+        data["ok"] = report.ok
+    return data
 
 
 def cmd_recipes(args: argparse.Namespace) -> int:

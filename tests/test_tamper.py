@@ -81,3 +81,21 @@ def test_verify_with_a_lock_that_is_not_there_is_one_line(
         packed: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "verify", packed.dist, "--lock", packed.root / "nope.lock")
     assert code == 2 and "no such lock file" in err
+
+
+def test_doctor_of_a_folder_of_bundles_checks_each(
+        packed: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    second = packed.root / "dist" / "app2"
+    assert run_cli(capsys, "pack", packed.spec, "--out", second, "--copy")[0] == 0
+    (second / "cudnn" / "cudnn64_8.dll").write_bytes(b"tampered")
+    dist = packed.root / "dist"
+    code, out, _ = run_cli(capsys, "doctor", dist)
+    assert code == 1, out
+    assert str(packed.dist) in out and str(second) in out
+    assert "changed since pack: cudnn/cudnn64_8.dll" in out
+    code, out, _ = run_cli(capsys, "doctor", dist, "--json")
+    reports = json.loads(out)
+    assert code == 1 and [(r["app"], r["ok"]) for r in reports] == [
+        (str(packed.dist), True), (str(second), False)]
+    code, _, err = run_cli(capsys, "doctor", dist, "--lock", packed.root / "app.spec.lock")
+    assert code == 2 and "holds 2 bundles" in err
