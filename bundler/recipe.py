@@ -254,7 +254,7 @@ def _needs_rendering(shipped: Recipe, inputs: Mapping[str, Path]) -> bool:
         return False
     major = int(shipped.cudnn.split(".")[0])
     try:
-        found = detect_channel(cudnn_input, major)
+        found = detect_channel(cudnn_input, major, shipped.target.release_suffix)
     except SourceError:
         return False   # the shipped recipe's own source names what is wrong with it
     return (found.kind, found.root) != (own.kind, own.root)

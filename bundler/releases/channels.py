@@ -7,6 +7,12 @@
 - the folder the cuDNN 9 installer creates (`CUDNN/v9.x/bin/<CUDA major.minor>/`), or
   any folder with the DLLs in `bin/` (an unpacked zip).
 
+On Linux (`detect(..., "linux-x64")`) the libraries are `.so` files named by the
+platform (`libcudnn.so.9`): a PyPI wheel (`nvidia/cudnn/lib/`), a site-packages that pip
+installed NVIDIA's wheels into or an unpacked wheel (`nvidia/cudnn/lib/`, its
+`.dist-info` telling the version), an unpacked NVIDIA tarball (`lib/`, where
+`libcudnn.so.<version>` tells it) or the folder of the libraries itself.
+
 `detect()` reads only a zip's directory or a folder's listing.
 """
 
@@ -16,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bundler.errors import SourceError
+from bundler.platforms import platform_for_release
 from bundler.support.zip_reader import ZipArchive
 
 # Licence files NVIDIA's archives and installer carry, in the order looked for.
@@ -34,11 +41,16 @@ class Channel:
     file_name: str = ""
     sha256: str = ""
     pin_source: str = ""   # who published the sha256
+    version: str = ""      # the cuDNN version the input says it holds ("" if it does not)
 
 
-def detect(path: Path, major: int) -> Channel:
-    """The channel of an input holding cuDNN <major>, from its layout."""
-    shim = f"cudnn64_{major}.dll"
+def detect(path: Path, major: int, platform: str = "win-x64") -> Channel:
+    """The channel of an input holding cuDNN <major> for `platform` (a release name's
+    tail), from its layout."""
+    target = platform_for_release(platform)
+    shim = target.library_file("cudnn", str(major)) if target else f"cudnn64_{major}.dll"
+    if target is not None and not target.case_insensitive:   # Linux: .so files
+        return _linux_folder(path, shim) if path.is_dir() else _linux_zip(path, shim)
     if path.is_dir():
         return _folder(path, shim)
     with ZipArchive(path) as archive:
@@ -81,6 +93,48 @@ def _folder(path: Path, shim: str) -> Channel:
     raise SourceError(f"{path}: no {shim} in bin/, bin/<CUDA version>/ or cuda/bin/",
                       "give the folder that holds bin/ (the cuDNN installer's "
                       "CUDNN/v9.x folder, or an unpacked archive)")
+
+
+_LINUX_WHEEL_DIR = "nvidia/cudnn/lib/"
+
+
+def _linux_zip(path: Path, shim: str) -> Channel:
+    with ZipArchive(path) as archive:
+        names = set(archive.members)
+    if any(n.count("/") == 1 and n.endswith(".dist-info/WHEEL") for n in names) and \
+            f"{_LINUX_WHEEL_DIR}{shim}" in names:
+        return Channel("PyPI wheel", "wheel", _LINUX_WHEEL_DIR, file_name=path.name)
+    raise SourceError(f"{path}: not one of NVIDIA's cuDNN wheels for Linux: no "
+                      f"{_LINUX_WHEEL_DIR}{shim} beside a .dist-info/WHEEL",
+                      "give NVIDIA's manylinux wheel as pip downloads it, the site-packages "
+                      "pip installed it into, or the folder of an unpacked NVIDIA tarball "
+                      "(bundler reads zips, not .tar.xz)")
+
+
+def _linux_folder(path: Path, shim: str) -> Channel:
+    if (path / _LINUX_WHEEL_DIR / shim).is_file():
+        infos = sorted(path.glob("nvidia_cudnn_cu*.dist-info"))
+        licence = next((f"{i.name}/licenses/License.txt" for i in infos
+                        if (i / "licenses" / "License.txt").is_file()), "")
+        # pip installs one nvidia-cudnn-cuNN per site-packages folder: its version is
+        # what nvidia/cudnn/lib holds.
+        version = infos[0].name.removesuffix(".dist-info").split("-")[1] \
+            if len(infos) == 1 else ""
+        return Channel("installed wheel", "folder", _LINUX_WHEEL_DIR,
+                       licence=licence if len(infos) == 1 else "", version=version)
+    for prefix in ("lib/", ""):
+        if (path / prefix / shim).is_file():
+            # An NVIDIA tarball's lib/ holds libcudnn.so.9.19.0 beside the libcudnn.so.9 link.
+            stem = shim.rsplit(".", 1)[0] + "."   # libcudnn.so.
+            versions = sorted(p.name.removeprefix(stem) for p in
+                              (path / prefix).glob(f"{shim}.*"))
+            licence = "LICENSE" if prefix and (path / "LICENSE").is_file() else ""
+            return Channel("folder", "folder", prefix, licence=licence,
+                           version=versions[-1] if len(versions) == 1 else "")
+    raise SourceError(f"{path}: no {_LINUX_WHEEL_DIR}{shim}, lib/{shim} or {shim}",
+                      "give the site-packages folder NVIDIA's wheels were installed into "
+                      "(pip install nvidia-cudnn-cuNN), an unpacked wheel or NVIDIA "
+                      "tarball, or the folder holding the libraries")
 
 
 def pick_cuda(channel: Channel, cuda: str) -> Channel:

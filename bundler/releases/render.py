@@ -83,7 +83,14 @@ def default_channel(release: Release) -> Channel:
 
 def channel_of(release: Release, path: Path) -> Channel:
     """The channel of the input the spec gives, with the catalogue's pin where one fits."""
-    found = pick_cuda(detect(path, release.major), release.cuda)
+    found = pick_cuda(detect(path, release.major, release.platform), release.cuda)
+    # A tarball's file says 9.19.0, the release 9.19.0.56: the figures it gives must agree.
+    given = found.version.split(".")
+    if found.version and given != release.cudnn.split(".")[:len(given)]:
+        raise RecipeError(f"{path}: holds cuDNN {found.version} ({found.name}), not "
+                          f"{release.cudnn}",
+                          f"give an input of cuDNN {release.cudnn}, or name the release it "
+                          f"holds (cudnn-{found.version}-cuda{release.cuda}-{release.platform})")
     if found.kind == "wheel":
         if release.wheel is None:
             raise RecipeError(f"{path}: a wheel, but NVIDIA published no wheel of cuDNN "
@@ -132,8 +139,13 @@ def render(release: Release, channel: Channel, folder: Path,
         + f" ({', '.join(filter(None, [channel.name, runtime.given]))})",
         "licences": _licences(channel) + runtime.licences,
         "versions": {"cudnn": release.cudnn, "cuda": runtime.cuda,
+                     # the set's own figure, unless the runtime given is another CUDA
+                     # (an installed runtime) the driver table knows: the table's then
                      **({"min_driver": runtime_set.min_driver}
-                        if runtime_set.min_driver else {})},
+                        if runtime_set.min_driver and (
+                            runtime.cuda == runtime_set.cuda or not platform_for(
+                                family.platform).driver_table().min_driver_for(runtime.cuda))
+                        else {})},
         "signers": _signers(family, runtime_set.tables.get("signers", {})),
         "sources": {CUDNN_SOURCE: _source(family, release, channel, shipped),
                     **runtime.sources},

@@ -12,6 +12,10 @@ other files, in its own [sources] table, without writing a recipe:
 - `cublas = "wheels/nvidia_cublas_cu12-12.4.5.8-py3-none-win_amd64.whl"` (any source
   id of the set): another release's wheel of that companion. It must hold the same DLL
   names (the same ABI); its members are read from its zip directory.
+- `cudart = "/usr/lib/python3/site-packages"` (a folder for a wheel's id): the
+  site-packages pip installed that companion into (or an unpacked wheel); its
+  `<package>-<version>.dist-info` says which release it is, and its files are read as a
+  folder (Linux apps whose Python already has NVIDIA's wheels).
 
 Files given this way have no catalogue pin and no FileVersion bundler could know in
 advance: their version checks are left out, the pack says the input is trusted on first
@@ -30,11 +34,13 @@ from typing import Any
 from bundler.errors import SourceError
 from bundler.platforms import platform_for_wheel_tag
 from bundler.releases.families import RuntimeSet
+from bundler.support.wheel_names import normalize
 from bundler.support.zip_reader import ZipArchive
 
 TOOLKIT_SOURCE = "cuda"
 TOOLKIT_BIN_FOLDERS = ("bin", "bin/x64")
 TOOLKIT_LICENCE = "EULA.txt"
+_CUDA_RUNTIME = "nvidia_cuda_runtime"   # the package of libcudart (normalized name)
 # NVRTC's builtins DLL is named after the CUDA minor (nvrtc-builtins64_129.dll for 12.9):
 # a toolkit of another minor has its own.
 _PER_MINOR = re.compile(r"^(nvrtc-builtins64_)\d+(\.dll)$", re.IGNORECASE)
@@ -63,7 +69,8 @@ class RuntimeTables:
 
 def overrides(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> bool:
     """Whether the spec's inputs change the runtime set (and so need a rendered recipe)."""
-    return _toolkit_given(runtime, inputs) or bool(_other_wheels(runtime, inputs))
+    return _toolkit_given(runtime, inputs) or bool(_other_wheels(runtime, inputs)) or \
+        bool(_installed(runtime, inputs))
 
 
 def runtime_tables(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> RuntimeTables:
@@ -72,7 +79,16 @@ def runtime_tables(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> RuntimeTa
         return _from_toolkit(tables, inputs[TOOLKIT_SOURCE])
     for sid, path in _other_wheels(runtime, inputs).items():
         tables = _with_wheel(tables, sid, path)
+    for sid, path in _installed(runtime, inputs).items():
+        tables = _with_installed(tables, sid, path)
     return tables
+
+
+def _installed(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> dict[str, Path]:
+    """Folders given for the set's wheels: where pip installed them."""
+    sources = runtime.tables.get("sources", {})
+    return {sid: path for sid, path in inputs.items()
+            if sources.get(sid, {}).get("kind") == "wheel" and path.is_dir()}
 
 
 def _toolkit_given(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> bool:
@@ -268,3 +284,40 @@ def _same_file(member: str, members: list[str], path: Path, sid: str) -> str:
     raise SourceError(f"{path}: has no {member} (source '{sid}' needs it)",
                       "give a wheel of the same CUDA major: its DLL names must be the "
                       "ones the runtime set names (bundler recipes NAME)")
+
+
+# -- a site-packages (or unpacked wheel) holding one companion -------------------------------
+
+def _with_installed(tables: RuntimeTables, sid: str, folder: Path) -> RuntimeTables:
+    pinned = tables.sources[sid]
+    package = normalize(pinned["package"])
+    infos = sorted(p.name for p in folder.glob("*.dist-info")
+                   if normalize(p.name.split("-")[0]) == package)
+    if len(infos) != 1:
+        raise SourceError(f"{folder}: source '{sid}' needs {pinned['package']} installed "
+                          f"there; found {', '.join(infos) or 'no ' + package + '-*.dist-info'}",
+                          f"give the site-packages folder pip installed {pinned['package']} "
+                          "into (one release of it), or its wheel")
+    version = infos[0].removesuffix(".dist-info").split("-")[1]
+    moved = {m: _installed_member(m, infos[0]) for m in pinned["contents"]}
+    source = {"kind": "folder", "contents": [moved[m] for m in pinned["contents"]]}
+    dlls = {_basename(m) for m in pinned["contents"] if ".dist-info/" not in m}
+    files = {name: ({k: v for k, v in facts.items() if k != "version"}
+                    if name in dlls else facts) for name, facts in tables.files.items()}
+    licences = [{**lic, "member": moved.get(lic["member"], lic["member"])}
+                if lic["source"] == sid else lic for lic in tables.licences]
+    given = ", ".join(filter(None, [tables.given,
+                                    f"{pinned['package']} {version} (installed)"]))
+    # The CUDA runtime's release is the CUDA the bundle runs (the driver minimum's key).
+    cuda = ".".join(version.split(".")[:2]) if package.startswith(_CUDA_RUNTIME) \
+        else tables.cuda
+    return RuntimeTables(cuda, {**tables.sources, sid: source}, tables.components,
+                         {k: v for k, v in files.items() if v}, licences, given=given)
+
+
+def _installed_member(member: str, dist_info: str) -> str:
+    """The pinned wheel's member in the installed release: its dist-info is named by
+    the installed version (the libraries keep their paths)."""
+    top, _, below = member.partition("/")
+    return f"{dist_info}/{below}" if top.endswith(".dist-info") else member
+
