@@ -224,8 +224,8 @@ def _print_verify(report: VerifyReport) -> None:
         signed = f", {report.signed} signatures valid" if report.signed else ""
         print(f"ok: {report.checked} files match {report.manifest}{signed}{against}")
     else:
-        print(f"{report.app}: the bundle differs from its manifest{against}; hint: re-run "
-              "`bundler pack` (an antivirus may have quarantined a DLL)", file=sys.stderr)
+        print(f"{report.app}: the bundle differs from its manifest{against}; hint: "
+              f"{report.hint}", file=sys.stderr)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

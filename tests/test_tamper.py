@@ -99,3 +99,21 @@ def test_doctor_of_a_folder_of_bundles_checks_each(
         (str(packed.dist), True), (str(second), False)]
     code, _, err = run_cli(capsys, "doctor", dist, "--lock", packed.root / "app.spec.lock")
     assert code == 2 and "holds 2 bundles" in err
+
+
+def test_the_verify_hint_fits_the_kind_of_file_changed(
+        packed: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """A changed licence text is an edit: no antivirus is blamed; a changed DLL may be
+    one's doing, and verify and doctor say so."""
+    licence = next((packed.dist / "cudnn").glob("*.txt"))
+    original = licence.read_bytes()
+    licence.write_bytes(original + b"edited\n")
+    code, _, err = run_cli(capsys, "verify", packed.dist)
+    assert code == 1 and "antivirus" not in err
+    assert "hint: re-run `bundler pack`: a file of the bundle was edited" in err
+    code, out, _ = run_cli(capsys, "doctor", packed.dist)
+    assert code == 1 and "antivirus" not in out, out
+    licence.write_bytes(original)
+    (packed.dist / "cudnn" / "cudnn64_8.dll").write_bytes(b"MZ quarantined stub")
+    code, _, err = run_cli(capsys, "verify", packed.dist)
+    assert code == 1 and "an antivirus may have quarantined or altered a DLL" in err

@@ -7,8 +7,9 @@ its signature (or its lack of one) and by the lock."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from bundler.errors import BundlerError
 from bundler.lockfile import Lock
@@ -26,6 +27,7 @@ from bundler.support.paths import is_inside_relative
 from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular
 
 _MAX_ENTRY_BYTES = 64 << 20  # an entry script; only read to find the bootstrap lines
+_LIBRARY = re.compile(r"\.(dll|so)(\.[0-9.]+)?$", re.IGNORECASE)   # cudnn64_8.dll, libcudnn.so.9
 
 
 @dataclass
@@ -46,6 +48,12 @@ class VerifyReport:
         return not (self.missing or self.changed or self.unexpected or self.not_as_locked
                     or self.signatures)
 
+    @property
+    def hint(self) -> str:
+        """The fix for everything verify found, fitting the kinds of file at fault."""
+        return repair_hint([*self.missing, *self.changed, *self.signatures,
+                            *self.unexpected, *self.not_as_locked])
+
     def to_dict(self) -> dict[str, object]:
         """What `verify --json` prints and doctor's report of a bundle holds."""
         return {"app": str(self.app), "manifest": str(self.manifest), "ok": self.ok,
@@ -53,6 +61,19 @@ class VerifyReport:
                 "changed": self.changed, "unexpected": self.unexpected,
                 "not_as_locked": self.not_as_locked, "lock": self.lock,
                 "signatures": self.signatures}
+
+
+def repair_hint(items: list[str]) -> str:
+    """How to repair a bundle whose `items` ("relpath" or "relpath (why)") are not as
+    packed. Only a library is what an antivirus quarantines, holds or blocks: a changed
+    licence text or entry script was edited, and blaming an antivirus would mislead."""
+    names = [PurePosixPath(item.partition(" (")[0].partition(": ")[0]).name
+             for item in items]
+    if any(_LIBRARY.search(name) for name in names):
+        return ("re-run `bundler pack` (an antivirus may have quarantined or altered a "
+                "DLL: restore it from quarantine, or exclude the app's folder)")
+    return ("re-run `bundler pack`: a file of the bundle was edited, replaced or removed "
+            "after packing (change the app's own files, then pack again)")
 
 
 def bundles_in(folder: Path) -> list[FoundManifest]:
