@@ -128,6 +128,14 @@ MUTANTS = (
     Mutant("requirements-not-locked", "the lock records app.requirements' path, not its "
            "contents", LOCK, 'if requirements is not None and requirements.is_file() and '
            '"app" in record:', "if False:", EMBED_VERIFY_TESTS),
+    Mutant("zip-partials-kept", "--zip: a killed pack's temporary zip is never removed", ZIP,
+           "    remove_stale_partials(path)\n", "", ("tests/test_zip_partial.py",)),
+    Mutant("zip-partial-shipped", "--zip: a killed pack's temporary zip is app content",
+           ZIP, "    if _PARTIAL.fullmatch(path.name):\n", "    if False:\n",
+           ("tests/test_zip_partial.py",)),
+    Mutant("zip-spec-key-ignored", "--zip: the spec's app.zip is not written",
+           "bundler/pack/pipeline.py", "zip_to = zip_to or spec.zip", "zip_to = zip_to",
+           ("tests/test_zip_partial.py",)),
     Mutant("init-no-entry-guess", "init: main.py, __main__.py, app.py are not looked for",
            "bundler/init_writer.py", "named = [by_name[n] for n in ENTRY_NAMES if n in by_name]",
            "named: list[str] = []", INIT_TESTS),

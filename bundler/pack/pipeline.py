@@ -70,7 +70,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
          zip_to: Path | None = None) -> PackResult:
     """`copy`: the bundle's runtime files are its own copies, never links into the
     store or the previous bundle. `locked`: refuse any change to the lock (CI).
-    `zip_to`: also write the bundle as a deterministic zip there."""
+    `zip_to`: also write the bundle as a deterministic zip there (else app.zip's)."""
     environ = os.environ if environ is None else environ
     policy = _lock_policy(update_lock, locked)
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
@@ -81,6 +81,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     check_entry(spec)   # a typo is said before any input is read or fetched
     target = output_folder(out or spec.default_out())
     refuse_unsafe_target(target, _protected(spec))
+    zip_to = zip_to or spec.zip   # --zip PATH wins over the spec's app.zip
     zip_path = check_zip_path(zip_to, target) if zip_to else None
     zipped: PendingZip | None = None
     build = BUILDERS[spec.builder]

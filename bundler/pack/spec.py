@@ -51,6 +51,7 @@ class Spec:
     onefile: bool = False
     python: str = ""                    # embedded-python: the CPython version ("3.11")
     requirements: Path | None = None    # embedded-python: a pip requirements file
+    zip: Path | None = None             # also write the bundle as this zip (pack --zip)
     scan: ScanSettings = field(default_factory=lambda: ScanSettings())
     # File-name globs of runtime files accepted without the signature the recipe asks.
     allow_unsigned: list[str] = field(default_factory=list)
@@ -91,6 +92,7 @@ def load_spec(path: Path) -> Spec:
         onefile=app.take("onefile", bool, False),
         python=app.take("python", str, ""),
         requirements=_input(app, "requirements", path.parent),
+        zip=_input(app, "zip", path.parent),
         recipe=runtime.take("recipe", str),
         components=runtime.take_str_list("components", []),
         runtime_dir=_runtime_dir(runtime),

@@ -6,12 +6,15 @@ Windows bundle by extension, as Windows reports them, on any machine), no extra
 fields, Deflate at one fixed level. The zip is written to a temporary file beside PATH
 while the new bundle is still staged, and renamed to PATH only once the bundle and the
 lock are in place: a failure leaves no half zip, and a zip never describes a bundle
-that was not swapped in.
+that was not swapped in. A pack killed before that rename leaves its temporary file
+(`.<zip name>.<8 characters>.partial`); the next pack of that zip removes it, under the
+pack's locks, and no folder build copies one into a bundle meanwhile.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 import zipfile
@@ -27,6 +30,8 @@ DEFLATE_LEVEL = 6
 _CHUNK = 1 << 20
 _UNIX = 3   # "made by" Unix: unzip tools then apply the permissions below
 _WINDOWS_EXECUTABLE = (".exe", ".bat", ".cmd", ".com")   # what os.stat on Windows says
+# The temporary zip's name as write_zip's mkstemp makes it (8 of its characters).
+_PARTIAL = re.compile(r"\.(?P<zip>.+\.zip)\.[a-z0-9_]{8}\.partial", re.IGNORECASE)
 # A member's own Deflate level: public from Python 3.13, private before.
 _LEVEL_ATTRIBUTE = ("compress_level" if hasattr(zipfile.ZipInfo, "compress_level")
                     else "_compresslevel")
@@ -90,6 +95,8 @@ def is_bundle_zip(path: Path) -> bool:
     """Whether `path` is a zip `write_zip` made of any bundle (one top folder, every
     member dated ZIP_EPOCH, a manifest in it): output, which the folder builder never
     copies (an app folder of "." holds dist/ and the zip written there)."""
+    if _PARTIAL.fullmatch(path.name):
+        return path.is_file()   # a killed pack's zip, whole or not: output, not app
     if path.suffix.lower() != ".zip" or not path.is_file():
         return False
     infos = _members(path)
@@ -118,6 +125,7 @@ def write_zip(bundle: Path, top: str, path: Path, windows: bool) -> PendingZip:
     beside `path`; removed again on any failure. `windows`: a bundle for Windows, whose
     permissions are the ones Windows reports, not this machine's."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(path)
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial",
                                     dir=path.parent)
     pending = PendingZip(Path(name), path)
@@ -134,6 +142,22 @@ def write_zip(bundle: Path, top: str, path: Path, windows: bool) -> PendingZip:
                                ) from None
         raise
     return pending
+
+
+def remove_stale_partials(path: Path) -> list[Path]:
+    """Remove the temporary zips of `path` a killed pack left (this pack runs under
+    the locks of its target, so no pack of that target is writing one now). Another
+    zip's, and anything not named as mkstemp names them, is left."""
+    removed = []
+    for found in sorted(path.parent.iterdir()):
+        match = _PARTIAL.fullmatch(found.name)
+        if match and match["zip"] == path.name and found.is_file():
+            try:
+                found.unlink()
+            except OSError:
+                continue   # held open (Windows): the next pack tries again
+            removed.append(found)
+    return removed
 
 
 def _add_all(archive: zipfile.ZipFile, bundle: Path, top: str, windows: bool) -> None:
