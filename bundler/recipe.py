@@ -172,8 +172,10 @@ class Recipe:
         return [c for c in self.components.values() if c.name in chosen]
 
     def supplier_of(self, dll: str) -> RuntimeFile | None:
-        """The runtime file of that name (Windows names ignore case), if the recipe has it."""
-        return next((f for f in self.files.values() if f.name.lower() == dll.lower()), None)
+        """The runtime file of that name (as the platform compares names: Windows ignores
+        case, Linux does not), if the recipe has it."""
+        return next((f for f in self.files.values() if self.target.same_name(f.name, dll)),
+                    None)
 
     def files_for(self, components: list[Component]) -> list[RuntimeFile]:
         """Runtime files of the components, then the licences of the sources they use."""
@@ -187,7 +189,7 @@ def required_trust(name: str, recipes: tuple[Recipe, ...] | list[Recipe]) -> Tru
     one and asks a signature (Windows file names ignore case); None if none asks."""
     for recipe in recipes:
         for runtime_file in recipe.files.values():
-            if runtime_file.name.lower() == name.lower() and runtime_file.signed_by:
+            if recipe.target.same_name(runtime_file.name, name) and runtime_file.signed_by:
                 return recipe.trust_for(runtime_file)
     return None
 

@@ -119,3 +119,13 @@ def test_driver_dlls_are_never_in_a_recipe(tmp_path: Path) -> None:
     path.write_text(text)
     with pytest.raises(RecipeError, match="nvcuda.dll is a driver or system DLL"):
         load_recipe_file(path)
+
+
+def test_a_recipe_finds_a_runtime_file_by_name_as_its_platform_compares_names() -> None:
+    """Windows ignores case (cuDNN64_8.DLL is cudnn64_8.dll); on Linux libcublasLt.so.13
+    and libcublaslt.so.13 are two names, as glibc's loader sees them."""
+    windows = find_recipe("cudnn-8.9.4.25-cuda11-win-x64", PROJECT_ROOT)
+    assert windows.supplier_of("CUDNN64_8.DLL") is not None
+    linux = find_recipe("cudnn-9.19.0.56-cuda13-linux-x64", PROJECT_ROOT)
+    assert linux.supplier_of("libcublasLt.so.13") is not None
+    assert linux.supplier_of("libcublaslt.so.13") is None
