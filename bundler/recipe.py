@@ -172,10 +172,9 @@ class Recipe:
         return [c for c in self.components.values() if c.name in chosen]
 
     def supplier_of(self, dll: str) -> RuntimeFile | None:
-        """The runtime file of that name (as the platform compares names: Windows ignores
-        case, Linux does not), if the recipe has it."""
-        return next((f for f in self.files.values() if self.target.same_name(f.name, dll)),
-                    None)
+        """The runtime file of that name (as its platform compares names), if any."""
+        same = self.target.same_name
+        return next((f for f in self.files.values() if same(f.name, dll)), None)
 
     def files_for(self, components: list[Component]) -> list[RuntimeFile]:
         """Runtime files of the components, then the licences of the sources they use."""
