@@ -94,11 +94,9 @@ def test_only_the_seam_knows_the_platform_packages() -> None:
 OS_QUESTIONS_ALLOWED = ("runtime/bootstrap.py", "support/")
 OS_QUESTIONS = {("os", "name"), ("sys", "platform"), ("platform", "system")}
 # Literal platform tags and library suffixes: a check against one is a platform's
-# knowledge (Platform.wheel_tag, .machine, .is_library). Known debt, by file and count:
-# the release catalogue's readers of Windows inputs (a toolkit's bin/*.dll, an archive's
-# cudnn64_<N>.dll), still to move behind the seam.
+# knowledge (Platform.wheel_tag, .machine, .is_library, .library_file).
 PLATFORM_LITERALS = {"nt", "win32", "win_amd64", "amd64", ".dll", "*.dll"}
-PLATFORM_LITERALS_LEFT = {"releases/channels.py": 1, "releases/runtime_inputs.py": 1}
+PLATFORM_LITERALS_LEFT: dict[str, int] = {}   # by file: how many may stay (none now)
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

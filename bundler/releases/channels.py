@@ -48,8 +48,11 @@ def detect(path: Path, major: int, platform: str = "win-x64") -> Channel:
     """The channel of an input holding cuDNN <major> for `platform` (a release name's
     tail), from its layout."""
     target = platform_for_release(platform)
-    shim = target.library_file("cudnn", str(major)) if target else f"cudnn64_{major}.dll"
-    if target is not None and not target.case_insensitive:   # Linux: .so files
+    if target is None:
+        raise SourceError(f"{path}: no platform's releases end in {platform!r}",
+                          "name a release for win-x64 or linux-x64")
+    shim = target.library_file("cudnn", str(major))   # cudnn64_9.dll, libcudnn.so.9
+    if not target.case_insensitive:   # Linux: .so files
         return _linux_folder(path, shim) if path.is_dir() else _linux_zip(path, shim)
     if path.is_dir():
         return _folder(path, shim)

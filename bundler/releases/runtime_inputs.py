@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import SourceError
-from bundler.platforms import platform_for_wheel_tag
+from bundler.platforms import platform_for_wheel_tag, windows
 from bundler.releases.families import RuntimeSet
 from bundler.support.wheel_names import normalize
 from bundler.support.zip_reader import ZipArchive
@@ -203,7 +203,8 @@ def _toolkit_dlls(folder: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     for sub in TOOLKIT_BIN_FOLDERS:
         if (folder / sub).is_dir():
-            for path in sorted((folder / sub).glob("*.dll")):
+            for path in sorted(p for p in (folder / sub).iterdir()
+                               if windows().is_library(p.name) and p.is_file()):
                 found.setdefault(path.name.lower(), f"{sub}/{path.name}")
     return found
 
