@@ -1,5 +1,6 @@
 """Break the bootstrap, doctor, the lock, --zip, the embedded-python builder, the Linux
-release families and the glibc check one mechanism at a time; see which tests notice.
+release families, the glibc check, the Linux bootstrap's refusal, Linux doctor and
+Linux input layouts one mechanism at a time; see which tests notice.
 
     python3 -m tests.mutants            # every mutant
     python3 -m tests.mutants flags0     # one, by name
@@ -176,6 +177,20 @@ MUTANTS = (
     Mutant("linux-driver-unchecked", "doctor does not probe libcuda.so.1 for a Linux bundle",
            BUNDLE_CHECKS, "else _linux_driver(manifest.platform, versions))", "else {})",
            LINUX_DOCTOR_TESTS),
+    Mutant("linux-mapped-elsewhere-ignored", "the Linux bootstrap does not refuse a library "
+           "already mapped from elsewhere", BOOTSTRAP,
+           "path = _bundled_path(relpath, mapped.get(os.path.basename(relpath)))",
+           "path = _bundled_path(relpath, None)", ("tests/test_linux_bootstrap_stops.py",)),
+    Mutant("linux-bundle-load-unexplained", "doctor APPDIR says nothing of how a Linux "
+           "bundle loads", BUNDLE_CHECKS, "    if linux:\n        findings += linux_load",
+           "    if False:\n        findings += linux_load", ("tests/test_linux_doctor_bundle.py",)),
+    Mutant("linux-frameworks-unjudged", "machine doctor on Linux says nothing of frameworks",
+           "bundler/diagnose/doctor/linux_machine.py",
+           "findings += [f for fw in frameworks for f in _framework_findings(fw, found)]",
+           "findings += []", ("tests/test_linux_doctor_machine.py",)),
+    Mutant("linux-layouts-unknown", "a Linux input's layout is read as a Windows one",
+           "bundler/releases/channels.py", "if not target.case_insensitive:   # Linux",
+           "if False:   # Linux", ("tests/test_linux_installed_wheels.py",)),
 )
 
 
