@@ -389,3 +389,23 @@ def test_the_wheels_cu11_example_packs_from_the_wheel_cache_as_written(
     shipped = {Path(f["path"]).name for f in summary["files"]}
     assert {"cudnn64_8.dll", "cudnn_cnn_infer64_8.dll", "cublas64_11.dll",
             "cudart64_110.dll"} <= shipped
+
+    # As the example's own comment has them downloaded: wheels/ beside the app (links
+    # to the cached files), with an empty wheel cache. init writes their paths.
+    monkeypatch.setenv("BUNDLER_CACHE", str(tmp_path / "empty-cache"))
+    (root / "app.spec").unlink()
+    (root / "app.spec.lock").unlink()
+    (root / "wheels").mkdir()
+    for sid in ("cudnn", "cublas", "cudart"):
+        wheel = nvidia_wheel(CU11, sid)
+        try:
+            os.link(wheel, root / "wheels" / wheel.name)
+        except OSError:   # the test cache on another file system
+            shutil.copyfile(wheel, root / "wheels" / wheel.name)
+    assert init(capsys, root / "app")[0] == 0
+    data = written(root / "app.spec")
+    assert data["runtime"]["recipe"] == CU11
+    assert data["sources"] == {sid: f"wheels/{nvidia_wheel(CU11, sid).name}"
+                               for sid in ("cublas", "cudart", "cudnn")}
+    code, _, err = run_cli(capsys, "pack", str(root / "app.spec"), "--offline")
+    assert code == 0, err
