@@ -77,7 +77,8 @@ def test_a_manifest_of_another_shape_stops_the_app_with_the_bootstraps_message(
     done = win_python.run([app / "main.py"], cwd=app)
     assert done.returncode != 0
     assert done.stdout == ""   # the app's own code never ran
-    assert "BundledRuntimeError: bundled runtime manifest " in done.stderr
+    assert "cuDNN runtime error: bundled runtime manifest " in done.stderr
+    assert "Traceback" not in done.stderr
     assert f"is damaged: '{key}' must be {shape}" in done.stderr
     assert "AttributeError" not in done.stderr
 
@@ -106,3 +107,22 @@ def test_a_deleted_bootstrap_is_one_line_saying_the_bundle_is_incomplete(
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("this app's bundle is incomplete: ")
     assert "_cudnn_bootstrap.py is missing" in lines[0] and "bundler verify" in lines[0]
+
+
+def test_a_missing_runtime_dll_stops_the_app_with_one_message_and_no_traceback(
+        packed: Workspace, win_python: WindowsPython, tmp_path: Path) -> None:
+    """The message names the file and the fix; a traceback through the lines added to
+    the entry script would only bury it. The exit status says the app failed."""
+    require_wine()
+    app = own_copy(packed.dist, tmp_path)
+    (app / "cudnn" / "cudnn_cnn_infer64_8.dll").unlink()   # "quarantined"
+    done = win_python.run([app / "main.py"], cwd=app)
+    assert done.returncode == 1
+    assert done.stdout == ""   # the app's own code never ran
+    lines = [line for line in done.stderr.splitlines()   # less Wine's own chatter
+             if not line.startswith("wine:") and ":fixme:" not in line and ":err:" not in line
+             and not line.startswith("cuDNN runtime warning: no NVIDIA driver")]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("cuDNN runtime error: bundled runtime file "
+                               "cudnn/cudnn_cnn_infer64_8.dll is missing from "), lines
+    assert lines[0].endswith("restore it, or re-run `bundler pack` to rebuild the app")

@@ -146,7 +146,8 @@ def test_require_driver_stops_the_app_with_the_message(win_python, bundles, tmp_
     result = win_python.run([app / "main.py"], cwd=app)
     assert result.returncode != 0
     assert "app running" not in result.stdout
-    assert "BundledRuntimeError: no NVIDIA driver found" in result.stderr
+    assert "cuDNN runtime error: no NVIDIA driver found" in result.stderr
+    assert "Traceback" not in result.stderr
     assert "cuDNN runtime warning" not in result.stderr
 
 

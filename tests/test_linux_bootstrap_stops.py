@@ -68,4 +68,6 @@ def test_a_bundled_library_that_is_gone_stops_the_app_with_the_file_and_the_fix(
     assert done.returncode != 0
     assert (f"bundled runtime file cudnn/libcudnn.so.9 ({app / 'cudnn' / 'libcudnn.so.9'}) is "
             "missing: restore it, or re-run `bundler pack` to rebuild the app") in done.stderr
+    assert done.stderr.startswith("cuDNN runtime error: bundled runtime file ")
+    assert "Traceback" not in done.stderr   # the message alone: it names the file and fix
     assert "cudnnGetVersion" not in done.stdout   # the app itself never ran

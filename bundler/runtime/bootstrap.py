@@ -3,17 +3,15 @@
 Written into the app by `bundler pack`; standard library only. Importing it:
 
 1. finds the runtime folder beside this file (inside sys._MEIPASS when frozen);
-2. checks the NVIDIA driver against the recipe's minimum (see judge_driver):
-   missing or too old gives one clear warning on stderr (an error if the spec
-   says require_driver = true), instead of CUDNN_STATUS_NOT_INITIALIZED much later;
+2. checks the NVIDIA driver against the recipe's minimum (judge_driver): missing or too
+   old is one warning (require_driver = true: an error), not a late cuDNN failure;
 3. registers the runtime folder with os.add_dll_directory, for loads that honour it;
 4. preloads every runtime DLL by absolute path, in the manifest's load order.
 
 On Linux it refuses a glibc older than the manifest's min_glibc, then step 4 dlopens with
-RTLD_GLOBAL, so a later dlopen by SONAME gets the bundled copy (glibc searches
-LD_LIBRARY_PATH, never read here, before RUNPATH); steps 2-3 are Windows's. Why by
-absolute path: docs/bootstrap.md. It never reads PATH or writes os.environ.
-Run `python _cudnn_bootstrap.py` to print report(): versions and load paths.
+RTLD_GLOBAL, so a later dlopen by SONAME gets the bundled copy; steps 2-3 are Windows's.
+Why by absolute path: docs/bootstrap.md. It never reads PATH or writes os.environ.
+report() returns what was loaded; `python _cudnn_bootstrap.py` prints it as JSON.
 """
 
 import json
@@ -23,20 +21,15 @@ import sys
 RUNTIME_DIR = "cudnn"  # the runtime folder inside the app; set by bundler pack
 MANIFEST_FORMAT = 1  # the newest manifest format this bootstrap reads
 
-# LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR: a DLL's own
-# imports resolve beside it and in add_dll_directory folders, never through PATH. For
-# bundled imports the load order already has them loaded; what only the flags give is
-# that a missing driver/system import fails (error 126) instead of coming from PATH
-# (tests/test_bootstrap_mechanisms.py shows each mechanism on its own).
+# LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | _DLL_LOAD_DIR: a DLL's imports never come from PATH
+# (docs/bootstrap.md; tests/test_bootstrap_mechanisms.py shows each mechanism alone).
 _LOAD_FLAGS = 0x00001100
 _REPACK = "restore it, or re-run `bundler pack` to rebuild the app"
-_HINTS = {
-    2: "the file is missing: " + _REPACK,
-    5: "access is denied: an antivirus may hold or have quarantined it; " + _REPACK,
-    126: "a DLL it depends on is missing: " + _REPACK,
-    193: "it is not a valid 64-bit DLL (32-bit or damaged): " + _REPACK,
-    225: "an antivirus blocked it as unsafe: restore it from quarantine",
-}
+_HINTS = {2: "the file is missing: " + _REPACK,
+          5: "access is denied: an antivirus may hold or have quarantined it; " + _REPACK,
+          126: "a DLL it depends on is missing: " + _REPACK,
+          193: "it is not a valid 64-bit DLL (32-bit or damaged): " + _REPACK,
+          225: "an antivirus blocked it as unsafe: restore it from quarantine"}
 _SHAPES = {(list, str): "a list of strings", (dict, str): "an object of strings",
            (list, dict): "a list of objects"}
 
@@ -102,8 +95,7 @@ def same_file(a, b):
 
 
 def read_manifest(path):
-    """The manifest's JSON (format: docs/formats.md). bundler.manifest writes it and
-    validates it for the tools; here only what start-up needs is checked."""
+    """The manifest's JSON (docs/formats.md), checked for what start-up needs only."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -134,8 +126,7 @@ def read_manifest(path):
 
 
 def _loaded_modules():
-    """{lower-case file name: path} of every module in this process: one enumeration,
-    not a GetModuleHandleW per DLL, so start-up stays cheap however many DLLs there are."""
+    """{lower-case file name: path} of every module in this process, in one enumeration."""
     import ctypes
 
     kernel32 = _kernel32()
@@ -184,9 +175,8 @@ def cuda_text(number):
 
 
 def probe_driver():
-    """(nvcuda.dll's path or "", the CUDA version the driver supports e.g. 10010, its file
-    version e.g. "26.21.14.4166" or "", error). nvcuda.dll comes with the driver: loaded
-    by bare name with the standard search order, as the CUDA runtime loads it."""
+    """(nvcuda.dll's path or "", the CUDA the driver supports e.g. 10010, its file version
+    e.g. "26.21.14.4166" or "", error), loaded by bare name as the CUDA runtime does."""
     import ctypes
 
     handle = _kernel32().LoadLibraryW("nvcuda.dll")
@@ -260,10 +250,8 @@ def driver_check(versions):
 
 
 def judge_driver(versions, path, supported, file_version, error):
-    """A dict of what was found; "problem" is "" when the runtime can run, "note" says when
-    it runs without the features that need a newer driver. The manifest's figures: the
-    driver must be >= min_driver_compat where given (CUDA minor-version compatibility),
-    else >= min_driver; between the two is a note."""
+    """A dict of what was found; "problem" is "" when the runtime can run (the driver >=
+    min_driver_compat where given, else >= min_driver), "note" when between the two."""
     version = driver_from_file_version(file_version)
     cuda, min_driver = versions.get("cuda", "0"), versions.get("min_driver", "")
     compat = versions.get("min_driver_compat", "")
@@ -375,12 +363,9 @@ def _activate_linux():
 def report():
     """What was loaded: recipe, versions, and where each DLL came from."""
     versions = {f["path"]: f.get("version", "") for f in _manifest.get("files", [])}
-    loaded_from = {}
-    if os.name == "nt" and _loaded:
-        loaded_from = {rel: _module_path(h) for rel, _, h in _loaded}
-    elif _loaded:
-        mapped = _mapped_libraries()
-        loaded_from = {rel: mapped.get(os.path.basename(path), "") for rel, path, _ in _loaded}
+    mapped = _mapped_libraries() if _loaded and os.name != "nt" else {}
+    loaded_from = {rel: _module_path(h) if os.name == "nt" else mapped.get(
+        os.path.basename(path), "") for rel, path, h in _loaded}
     return {
         "recipe": _manifest.get("recipe", {}).get("name", ""),
         "versions": _manifest.get("versions", {}),
@@ -391,10 +376,24 @@ def report():
     }
 
 
-# Imported as bundler.runtime.bootstrap (bundler doctor shares the driver check), it only
-# defines functions; shipped into an app, importing it activates the runtime.
+def _stop_quietly(previous):
+    """An excepthook: an uncaught BundledRuntimeError is its message alone (it names the
+    file and the fix), not buried under a traceback through the bootstrap lines."""
+    def hook(kind, value, trace):
+        if issubclass(kind, BundledRuntimeError):
+            return print(f"cuDNN runtime error: {value}", file=sys.stderr)
+        return previous(kind, value, trace)
+    return hook
+
+
+# Imported as bundler.runtime.bootstrap (by doctor), it only defines functions; shipped,
+# importing it activates the runtime: an ImportError the app may catch, else one message.
 if __name__ != "bundler.runtime.bootstrap":
-    activate()
+    try:
+        activate()
+    except BundledRuntimeError:
+        sys.excepthook = _stop_quietly(sys.excepthook)
+        raise
 
 if __name__ == "__main__":
     print(json.dumps(report(), indent=2))
