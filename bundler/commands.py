@@ -66,6 +66,7 @@ def _pack_summary(result: PackResult) -> dict:
                                  if e.signature == SIGNATURE_ALLOWED_UNSIGNED],
             "runtime_origin": asdict(result.origin), "inputs_trusted": dict(result.trust),
             "skipped_from_app": [asdict(item) for item in result.skipped],
+            "not_provided": [asdict(item) for item in result.unprovided],
             "warnings": list(result.warnings), "lock_changes": list(result.lock_changes),
             "zip": str(result.zip_path) if result.zip_path else None}
 
@@ -79,6 +80,10 @@ def _print_pack(result: PackResult) -> None:
     print(f"  components: {', '.join(manifest.components)}")
     for component, reasons in result.reasons.items():   # what the app scan brought in
         print(f"  {component}: {'; '.join(reasons)}")
+    for lack in result.unprovided:   # what the app imports that nothing here provides
+        print(f"  not provided: {', '.join(lack.libraries)}, imported by {lack.by}: neither "
+              "the bundle nor the system has it; that file loads only where the machine "
+              "provides it")
     for entry in manifest.files:
         print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
               f"{_signature_note(entry)})")

@@ -92,6 +92,31 @@ def test_the_real_ort_provider_makes_the_pack_select_cufft(
     assert "cudnn/cufft64_11.dll" in manifest.load_order
 
 
+def test_a_library_nothing_provides_is_one_line_of_the_pack_summary(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real TensorRT provider imports nvinfer_10.dll and nvonnxparser_10.dll, which
+    neither the app, the recipe nor Windows has: the pack says so (text and --json).
+    python311.dll, which the app's Python brings, is not named."""
+    app = tmp_path / "app"
+    wheel_members(ort_wheel(), "onnxruntime/capi/", app)
+    dist_info(app, "onnxruntime-gpu", "1.26.0")
+    ref, wheels = standin_setup(tmp_path, CU12, ["core", "graph", "ops", "cnn", "adv", "ext",
+                                                 "cufft"])
+    spec = write_spec(tmp_path, ref, wheels)
+    code, out, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if "not provided" in line]
+    assert lines == [
+        "  not provided: nvinfer_10.dll, nvonnxparser_10.dll, imported by "
+        "onnxruntime/capi/onnxruntime_providers_tensorrt.dll: neither the bundle nor the "
+        "system has it; that file loads only where the machine provides it"], out
+    code, out, err = run_cli(capsys, "pack", spec, "--json")
+    assert code == 0, err
+    assert json.loads(out)["not_provided"] == [
+        {"by": "onnxruntime/capi/onnxruntime_providers_tensorrt.dll",
+         "libraries": ["nvinfer_10.dll", "nvonnxparser_10.dll"]}]
+
+
 def tensorflow_app(root: Path, version: str = "2.10.1") -> None:
     dist_info(root / "app" / "Lib" / "site-packages", "tensorflow", version)
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bundler.errors import CheckError, SpecError
+from bundler.library_imports import MISSING, resolve_import
 from bundler.pack.app_scan import AppScan, Need
 from bundler.recipe import Component, Recipe, families_dir, shipped_recipes
 from bundler.releases.render import release_shipping
@@ -24,9 +25,20 @@ _SHOWN = 8   # DLLs named in a refusal before the rest are counted
 
 
 @dataclass(frozen=True)
+class Unprovided:
+    """Libraries an app file imports that neither the app, its recipe nor the OS (or the
+    driver) provides: that file loads only on a machine that has them (onnxruntime-gpu's
+    TensorRT provider imports nvinfer_10.dll, which comes with TensorRT)."""
+
+    by: str                     # the importing file, relative to the app, with /
+    libraries: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Selection:
     components: list[Component]
     reasons: dict[str, list[str]]   # component -> why the app scan brought it in
+    unprovided: tuple[Unprovided, ...] = ()
 
 
 def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str],
@@ -53,7 +65,25 @@ def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str]
     components = recipe.select(base + list(reasons))
     if not allow_app_copies:
         _refuse_app_copies(recipe, components, shipped, scan)
-    return Selection(components, {c: r for c, r in reasons.items()})
+    return Selection(components, {c: r for c, r in reasons.items()},
+                     _unprovided(recipe, scan) if scan is not None else ())
+
+
+# The app's Python brings these (a folder app's interpreter; a frozen or embedded-python
+# app ships them, so the scan finds them there).
+_PYTHON = re.compile(r"^(lib)?python\d[\d.]*(\.dll|\.so(\.[\d.]+)?)$", re.IGNORECASE)
+
+
+def _unprovided(recipe: Recipe, scan: AppScan) -> tuple[Unprovided, ...]:
+    platform = recipe.target
+    beside = {*scan.shipped, *(platform.name_key(f.name) for f in recipe.files.values())}
+    found = []
+    for by, names in scan.imports:
+        missing = tuple(n for n in dict.fromkeys(names) if not _PYTHON.match(n)
+                        and resolve_import(n, beside, platform=platform).status == MISSING)
+        if missing:
+            found.append(Unprovided(by, missing))
+    return tuple(found)
 
 
 def _family(dll: str) -> str:

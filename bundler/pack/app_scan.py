@@ -56,6 +56,8 @@ class AppScan:
     needs: tuple[Need, ...]
     frameworks: tuple[Framework, ...]
     shipped: dict[str, str]   # lower-case DLL name -> its path in the app (relative, /)
+    # every binary's imports, runtime or not: (its path in the app, the names it imports)
+    imports: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> AppScan:
@@ -65,6 +67,7 @@ def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> Ap
     compat = platform.driver_table()
     needs: list[Need] = []
     shipped: dict[str, str] = {}
+    imports: list[tuple[str, tuple[str, ...]]] = []
     metadata_dirs: set[Path] = set()
     for path in sorted(_walk(root, skip)):
         relpath = path.relative_to(root).as_posix()
@@ -76,13 +79,15 @@ def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> Ap
             continue
         if platform.is_library(path.name):
             shipped.setdefault(platform.name_key(path.name), relpath)
-        needs += [Need(name, relpath, "imported by") for name in _imports(path, platform)
+        imports.append((relpath, _imports(path, platform)))
+        needs += [Need(name, relpath, "imported by") for name in imports[-1][1]
                   if is_runtime_library(name, platform)]
     frameworks = _frameworks(sorted(metadata_dirs), compat)
     for framework in frameworks:
         if framework.entry is not None:
             needs += [Need(name, framework.title, "loaded by") for name in framework.entry.loads]
-    return AppScan(needs=tuple(needs), frameworks=tuple(frameworks), shipped=shipped)
+    return AppScan(needs=tuple(needs), frameworks=tuple(frameworks), shipped=shipped,
+                   imports=tuple(imports))
 
 
 def _walk(root: Path, skip: str) -> list[Path]:

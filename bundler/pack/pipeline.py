@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bundler.errors import BundlerError
 from bundler.manifest import MANIFEST_NAME, Manifest, write_manifest
-from bundler.pack.app_needs import Selection, select_for_app
+from bundler.pack.app_needs import Selection, Unprovided, select_for_app
 from bundler.pack.app_scan import Need, scan_app
 from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import BuildOptions, Skipped
@@ -62,6 +62,8 @@ class PackResult:
     # what changed in the lock (a spec change it followed, --update-lock), if anything
     lock_changes: tuple[str, ...] = ()
     zip_path: Path | None = None   # --zip: the bundle as one deterministic zip
+    # libraries app files import that neither the bundle nor the OS provides
+    unprovided: tuple[Unprovided, ...] = ()
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
@@ -145,7 +147,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
                       reasons=selection.reasons, trust=trust, skipped=built.skipped,
                       warnings=tuple(warnings), lock_changes=settled.changes,
-                      zip_path=zip_path)
+                      zip_path=zip_path, unprovided=selection.unprovided)
 
 
 def _lock_policy(update_lock: bool, locked: bool) -> LockPolicy:
