@@ -1,0 +1,45 @@
+"""What docs/ says of the spec's tables and of the bootstrap's report() is what the code
+does (issue 17: spec-format.md once said "exactly three tables" and documented four;
+report() was said to list versions, and it returns them)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bundler.errors import SpecError
+from bundler.pack.spec import load_spec
+from bundler.runtime import bootstrap
+from tests.winenv import PROJECT_ROOT
+
+NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def test_spec_format_counts_and_documents_every_table_the_reader_knows(
+        tmp_path: Path) -> None:
+    text = (PROJECT_ROOT / "docs" / "spec-format.md").read_text()
+    said = re.search(r"The top level holds (\w+) tables: (.+?)\.\n", text, re.S)
+    assert said, "spec-format.md no longer says how many tables the top level holds"
+    named = re.findall(r"`\[(\w+)\]`", said.group(2))
+    assert NUMBERS[said.group(1)] == len(named)
+    assert sorted(named) == sorted(re.findall(r"^## `\[(\w+)\]`", text, re.M))
+    spec = tmp_path / "app.spec"   # the reader names the tables it knows
+    spec.write_text('[app]\nname = "a"\npath = "."\n[runtime]\nrecipe = "r"\n[extra]\n')
+    with pytest.raises(SpecError) as refused:
+        load_spec(spec)
+    known = re.search(r"the keys are: (\w+(?:, \w+)*)", refused.value.hint)
+    assert known and sorted(known.group(1).split(", ")) == sorted(named)
+
+
+def test_report_returns_what_the_docs_list_and_prints_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    text = (PROJECT_ROOT / "docs" / "bootstrap.md").read_text()
+    section = text.split("## `report()`", 1)[1].split("\n## ", 1)[0]
+    assert "returns what was loaded" in section
+    listed = re.findall(r"`(\w+)`", section.split("returns what was loaded", 1)[1])
+    report = bootstrap.report()
+    assert capsys.readouterr() == ("", "")
+    assert set(report) == {"recipe", "versions", "runtime_dir", "driver", "dlls"}
+    assert set(report) <= set(listed)
