@@ -81,9 +81,10 @@ def _print_pack(result: PackResult) -> None:
     for component, reasons in result.reasons.items():   # what the app scan brought in
         print(f"  {component}: {'; '.join(reasons)}")
     for lack in result.unprovided:   # what the app imports that nothing here provides
+        them = "them" if len(lack.libraries) > 1 else "it"
         print(f"  not provided: {', '.join(lack.libraries)}, imported by {lack.by}: neither "
-              "the bundle nor the system has it; that file loads only where the machine "
-              "provides it")
+              f"the bundle nor the system has {them}; that file loads only where the "
+              f"machine provides {them}")
     for entry in manifest.files:
         print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
               f"{_signature_note(entry)})")

@@ -109,7 +109,7 @@ def test_a_library_nothing_provides_is_one_line_of_the_pack_summary(
     assert lines == [
         "  not provided: nvinfer_10.dll, nvonnxparser_10.dll, imported by "
         "onnxruntime/capi/onnxruntime_providers_tensorrt.dll: neither the bundle nor the "
-        "system has it; that file loads only where the machine provides it"], out
+        "system has them; that file loads only where the machine provides them"], out
     code, out, err = run_cli(capsys, "pack", spec, "--json")
     assert code == 0, err
     assert json.loads(out)["not_provided"] == [
