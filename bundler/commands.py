@@ -71,7 +71,7 @@ def _pack_summary(result: PackResult) -> dict:
             "zip": str(result.zip_path) if result.zip_path else None}
 
 
-_SKIPPED_SHOWN = 20   # lines naming what was not copied; --json names every one
+_SKIPPED_SHOWN = 20   # lines naming what was not copied (or provided); --json names all
 
 
 def _print_pack(result: PackResult) -> None:
@@ -80,11 +80,14 @@ def _print_pack(result: PackResult) -> None:
     print(f"  components: {', '.join(manifest.components)}")
     for component, reasons in result.reasons.items():   # what the app scan brought in
         print(f"  {component}: {'; '.join(reasons)}")
-    for lack in result.unprovided:   # what the app imports that nothing here provides
+    for lack in result.unprovided[:_SKIPPED_SHOWN]:   # what the app imports, nothing has
         them = "them" if len(lack.libraries) > 1 else "it"
         print(f"  not provided: {', '.join(lack.libraries)}, imported by {lack.by}: neither "
               f"the bundle nor the system has {them}; that file loads only where the "
               f"machine provides {them}")
+    if len(result.unprovided) > _SKIPPED_SHOWN:
+        print(f"  not provided: what {len(result.unprovided) - _SKIPPED_SHOWN} more files "
+              "import (--json lists them all)")
     for entry in manifest.files:
         print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
               f"{_signature_note(entry)})")

@@ -117,6 +117,27 @@ def test_a_library_nothing_provides_is_one_line_of_the_pack_summary(
          "libraries": ["nvinfer_10.dll", "nvonnxparser_10.dll"]}]
 
 
+def test_the_not_provided_lines_are_capped_and_json_has_every_one(
+        tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """25 plugins each import a DLL nothing provides: 20 lines, then a count."""
+    require_toolchain()
+    plugin = build_shaped(Shape("plugin.dll", (("vendor_sdk.dll", ("standin_vendor_sdk",)),)),
+                          tmp_path / "built")
+    for index in range(25):
+        (tmp_path / "app" / f"p{index:02}").mkdir(parents=True)
+        shutil.copy(plugin, tmp_path / "app" / f"p{index:02}" / "plugin.dll")
+    spec = write_spec(tmp_path, SEED, {"cudnn": standin_zip, "cuda": standin_toolkit})
+    code, out, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if "not provided" in line]
+    assert len(lines) == 21 and lines[0].startswith("  not provided: vendor_sdk.dll, "
+                                                    "imported by p00/plugin.dll: ")
+    assert lines[-1] == "  not provided: what 5 more files import (--json lists them all)"
+    code, out, err = run_cli(capsys, "pack", spec, "--json")
+    assert code == 0 and len(json.loads(out)["not_provided"]) == 25
+
+
 def tensorflow_app(root: Path, version: str = "2.10.1") -> None:
     dist_info(root / "app" / "Lib" / "site-packages", "tensorflow", version)
 
