@@ -114,6 +114,13 @@ def test_the_verify_hint_fits_the_kind_of_file_changed(
     code, out, _ = run_cli(capsys, "doctor", packed.dist)
     assert code == 1 and "antivirus" not in out, out
     licence.write_bytes(original)
+    added = packed.dist / "cudnn" / "notes.dll"   # put there: no antivirus adds files
+    added.write_bytes(b"MZ")
+    code, _, err = run_cli(capsys, "verify", packed.dist)
+    assert code == 1 and "hint: remove what pack did not put in the runtime folder" in err
+    code, out, _ = run_cli(capsys, "doctor", packed.dist)
+    assert code == 1 and "remove what pack did not put" in out and "antivirus" not in out
+    added.unlink()
     (packed.dist / "cudnn" / "cudnn64_8.dll").write_bytes(b"MZ quarantined stub")
     code, _, err = run_cli(capsys, "verify", packed.dist)
     assert code == 1 and "an antivirus may have quarantined or altered a DLL" in err

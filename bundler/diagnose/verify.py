@@ -51,8 +51,8 @@ class VerifyReport:
     @property
     def hint(self) -> str:
         """The fix for everything verify found, fitting the kinds of file at fault."""
-        return repair_hint([*self.missing, *self.changed, *self.signatures,
-                            *self.unexpected, *self.not_as_locked])
+        altered = [*self.missing, *self.changed, *self.signatures, *self.not_as_locked]
+        return repair_hint(altered) if altered else ADDED_HINT
 
     def to_dict(self) -> dict[str, object]:
         """What `verify --json` prints and doctor's report of a bundle holds."""
@@ -61,6 +61,10 @@ class VerifyReport:
                 "changed": self.changed, "unexpected": self.unexpected,
                 "not_as_locked": self.not_as_locked, "lock": self.lock,
                 "signatures": self.signatures}
+
+
+ADDED_HINT = ("remove what pack did not put in the runtime folder, or re-run `bundler pack` "
+              "to rebuild it")
 
 
 def repair_hint(items: list[str]) -> str:

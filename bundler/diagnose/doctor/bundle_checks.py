@@ -30,7 +30,7 @@ from bundler.diagnose.doctor.host import (
 )
 from bundler.diagnose.doctor.linux_bundle import linux_load_findings
 from bundler.diagnose.inspection import Dependency, InspectedLibrary, dll_facts
-from bundler.diagnose.verify import VerifyReport, repair_hint, verify
+from bundler.diagnose.verify import ADDED_HINT, VerifyReport, repair_hint, verify
 from bundler.lockfile import Lock
 from bundler.manifest import FileEntry, Versions, find_manifest
 from bundler.platforms import Platform, known_platforms, platform_for, this_machine, windows
@@ -179,7 +179,8 @@ def _recipes_for(name: str) -> tuple[Recipe, ...]:
 
 
 def _verify_findings(report: VerifyReport) -> list[Finding]:
-    findings = [Finding(PROBLEM, "bundle", f"{what}: {', '.join(items)}", repair_hint(items))
+    findings = [Finding(PROBLEM, "bundle", f"{what}: {', '.join(items)}",
+                        ADDED_HINT if items is report.unexpected else repair_hint(items))
                 for what, items in (("missing from the bundle", report.missing),
                                     ("changed since pack", report.changed),
                                     ("not in the manifest", report.unexpected),
