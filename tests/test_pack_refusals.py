@@ -336,3 +336,19 @@ def test_a_failed_first_pack_leaves_no_output_folder_it_made(
     assert not (workspace.root / "dist" / "nested").exists()
     assert sorted(p.name for p in workspace.root.iterdir()) == [
         "app", "app.spec", *(["dist"] if dist_before else [])]
+
+
+@pytest.mark.parametrize("kind", ["missing", "a file"])
+def test_a_toolkit_path_that_is_no_folder_says_which(
+        tmp_path: Path, standin_zip: Path, standin_framework: Path,
+        capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    toolkit = tmp_path / "v10.1"
+    if kind == "a file":
+        toolkit.write_text("not a toolkit")
+    workspace = make_workspace(tmp_path / "ws", standin_framework,
+                               {"cudnn": standin_zip, "cuda": toolkit})
+    code, _, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 2
+    said = ("no such folder (source 'cuda', from app.spec)" if kind == "missing"
+            else "source 'cuda' (from app.spec) is not a folder")
+    assert err.startswith(f"bundler: error: {toolkit}: {said}\n"), err

@@ -18,9 +18,10 @@ class FolderSource(Source):
     def __init__(self, spec: SourceSpec, location: Path, origin: str,
                  takes: Collection[str] = ()) -> None:
         super().__init__(spec, location, origin, takes)
-        if not location.is_dir():
-            raise SourceError(f"{location}: source '{spec.id}' ({origin}) is not a folder",
-                              f"point [sources] {spec.id} at the folder")
+        if not location.is_dir():   # a typo in the path is not a file given for a folder
+            what = (f"source '{spec.id}' ({origin}) is not a folder" if location.exists()
+                    else f"no such folder (source '{spec.id}', {origin})")
+            raise SourceError(f"{location}: {what}", f"point [sources] {spec.id} at the folder")
         missing = [m for m in self.expected if not (location / m).is_file()]
         if missing:
             raise self._missing(missing, _folder_hint(spec))
