@@ -79,7 +79,10 @@ def _unprovided(recipe: Recipe, scan: AppScan) -> tuple[Unprovided, ...]:
     beside = {*scan.shipped, *(platform.name_key(f.name) for f in recipe.files.values())}
     found = []
     for by, names in scan.imports:
-        missing = tuple(n for n in dict.fromkeys(names) if not _PYTHON.match(n)
+        once: dict[str, str] = {}   # each name once, compared as the OS compares them
+        for name in names:
+            once.setdefault(platform.name_key(name), name)
+        missing = tuple(n for n in once.values() if not _PYTHON.match(n)
                         and resolve_import(n, beside, platform=platform).status == MISSING)
         if missing:
             found.append(Unprovided(by, missing))
