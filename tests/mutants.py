@@ -181,6 +181,10 @@ MUTANTS = (
            "already mapped from elsewhere", BOOTSTRAP,
            "path = _bundled_path(relpath, mapped.get(os.path.basename(relpath)))",
            "path = _bundled_path(relpath, None)", ("tests/test_linux_bootstrap_stops.py",)),
+    Mutant("linux-driver-unchecked-at-start", "the Linux bootstrap does not check the "
+           "driver", BOOTSTRAP, "        raise BundledRuntimeError(problem)\n    _check_driver()\n",
+           "        raise BundledRuntimeError(problem)\n",
+           ("tests/test_linux_bootstrap_stops.py",)),
     Mutant("linux-bundle-load-unexplained", "doctor APPDIR says nothing of how a Linux "
            "bundle loads", BUNDLE_CHECKS, "    if linux:\n        findings += linux_load",
            "    if False:\n        findings += linux_load", ("tests/test_linux_doctor_bundle.py",)),

@@ -292,7 +292,7 @@ def test_the_driver_check_applies_the_recipes_figures(versions: dict, file_versi
 
 
 def test_the_driver_check_without_a_driver_names_the_minimum() -> None:
-    found = judge_driver(CU118, "", 0, "", "Windows error 126")
+    found = judge_driver(CU118, "", 0, "", "nvcuda.dll cannot be loaded: Windows error 126")
     assert found["problem"].startswith("no NVIDIA driver found (nvcuda.dll cannot be loaded: "
                                        "Windows error 126); this app's CUDA 11.8 runtime "
                                        "needs an NVIDIA driver >= 452.39")

@@ -36,8 +36,10 @@ def _bundle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, P
     return tmp_path / "dist" / "app", decoys
 
 
-def _python(code: str) -> subprocess.CompletedProcess[str]:
+def _python(code: str, drivers: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`code` run with no LD_LIBRARY_PATH, or only the folder of a stand-in driver."""
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    env.update({"LD_LIBRARY_PATH": str(drivers)} if drivers else {})
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, check=False, timeout=60)
 
@@ -68,6 +70,34 @@ def test_a_bundled_library_that_is_gone_stops_the_app_with_the_file_and_the_fix(
     assert done.returncode != 0
     assert (f"bundled runtime file cudnn/libcudnn.so.9 ({app / 'cudnn' / 'libcudnn.so.9'}) is "
             "missing: restore it, or re-run `bundler pack` to rebuild the app") in done.stderr
-    assert done.stderr.startswith("cuDNN runtime error: bundled runtime file ")
+    # This machine has no NVIDIA driver: that warning first, then the error alone.
+    assert done.stderr.splitlines()[-1].startswith("cuDNN runtime error: bundled runtime file ")
     assert "Traceback" not in done.stderr   # the message alone: it names the file and fix
     assert "cudnnGetVersion" not in done.stdout   # the app itself never ran
+
+
+def test_the_driver_is_checked_at_start_up_as_on_windows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """libcuda.so.1 judged by the manifest's figures before any library loads: none is one
+    warning (the app runs: it may fall back to the CPU); a driver too old for CUDA 13.0
+    stops the app under require_driver = true; one new enough says nothing."""
+    from tests.test_linux_doctor import _driver
+    app, _ = _bundle(tmp_path, capsys)
+    run_main = (f"import runpy\nrunpy.run_path({str(app / 'main.py')!r}, "
+                "run_name='__main__')\n")
+    none = _python(run_main)
+    assert none.returncode == 0, none.stderr
+    assert none.stderr.startswith("cuDNN runtime warning: no NVIDIA driver found "
+                                  "(libcuda.so.1 cannot be loaded: "), none.stderr
+    old = _driver(tmp_path / "old", "550.54.14", 12040)
+    manifest = app / "cudnn" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"require_driver": false',
+                                                     '"require_driver": true'))
+    stopped = _python(run_main, old)
+    assert stopped.returncode != 0
+    assert stopped.stderr.startswith(
+        f"cuDNN runtime error: the NVIDIA driver {old / 'libcuda.so.550.54.14'} supports "
+        "CUDA 12.4 (cuDriverGetVersion 12040), but this app's CUDA 13.0 runtime needs"
+    ), stopped.stderr
+    new = _python(run_main, _driver(tmp_path / "new", "580.65.06", 13000))
+    assert new.returncode == 0 and "NVIDIA driver" not in new.stderr, new.stderr

@@ -3,13 +3,13 @@
 Written into the app by `bundler pack`; standard library only. Importing it:
 
 1. finds the runtime folder beside this file (inside sys._MEIPASS when frozen);
-2. checks the NVIDIA driver against the recipe's minimum (judge_driver): missing or too
-   old is one warning (require_driver = true: an error), not a late cuDNN failure;
+2. checks the NVIDIA driver (nvcuda.dll, libcuda.so.1) against the recipe's minimum:
+   missing or too old warns (require_driver = true: an error), not a late cuDNN failure;
 3. registers the runtime folder with os.add_dll_directory, for loads that honour it;
 4. preloads every runtime DLL by absolute path, in the manifest's load order.
 
-On Linux it refuses a glibc older than the manifest's min_glibc, then step 4 dlopens with
-RTLD_GLOBAL, so a later dlopen by SONAME gets the bundled copy; steps 2-3 are Windows's.
+On Linux it refuses a glibc older than the manifest's min_glibc, does step 2, then step 4
+dlopens with RTLD_GLOBAL, so a later dlopen by SONAME gets the bundled copy.
 Why by absolute path: docs/bootstrap.md. It never reads PATH or writes os.environ.
 report() returns what was loaded; `python _cudnn_bootstrap.py` prints it as JSON.
 """
@@ -30,8 +30,6 @@ _HINTS = {2: "the file is missing: " + _REPACK,
           126: "a DLL it depends on is missing: " + _REPACK,
           193: "it is not a valid 64-bit DLL (32-bit or damaged): " + _REPACK,
           225: "an antivirus blocked it as unsafe: restore it from quarantine"}
-_SHAPES = {(list, str): "a list of strings", (dict, str): "an object of strings",
-           (list, dict): "a list of objects"}
 
 _loaded: list = []  # (relpath, absolute path, handle) in load order
 _dll_directory = None  # keep the handle: closing it would drop the folder again
@@ -61,12 +59,9 @@ def _kernel32():
     if _kernel is not None:
         return _kernel
     import ctypes
-
-    # DWORD, HANDLE (or any pointer) and LPCWSTR as plain ctypes types: importing
-    # ctypes.wintypes costs more than the rest of this set-up.
+    # DWORD, HANDLE, LPCWSTR as plain ctypes types: ctypes.wintypes costs more to import.
     dword, pointer, wide_string = ctypes.c_ulong, ctypes.c_void_p, ctypes.c_wchar_p
-    # A private instance: setting restype on ctypes.windll.kernel32 would change
-    # it for every other user in the process.
+    # Private: a restype set on ctypes.windll.kernel32 would change it for every user.
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
     # Handles are pointer-sized: a DLL may load above 4 GiB.
     kernel32.LoadLibraryExW.restype = pointer
@@ -111,14 +106,15 @@ def read_manifest(path):
             f"bootstrap reads format {MANIFEST_FORMAT}: {_REPACK}")
     # The shapes start-up and report() rely on: valid JSON of another shape would
     # otherwise stop the app with an AttributeError deep inside the bootstrap.
-    for key, shape, item in (("load_order", list, str), ("versions", dict, str),
-                             ("files", list, dict), ("recipe", dict, str)):
+    for key, shape, item, said in (("load_order", list, str, "a list of strings"),
+                                   ("versions", dict, str, "an object of strings"),
+                                   ("files", list, dict, "a list of objects"),
+                                   ("recipe", dict, str, "an object of strings")):
         value = data.get(key, shape())
         items = value.values() if isinstance(value, dict) else value
         if not isinstance(value, shape) or not all(isinstance(i, item) for i in items):
-            raise BundledRuntimeError(
-                f"bundled runtime manifest {path} is damaged: '{key}' must be "
-                f"{_SHAPES[shape, item]}; {_REPACK}")
+            raise BundledRuntimeError(f"bundled runtime manifest {path} is damaged: "
+                                      f"'{key}' must be {said}; {_REPACK}")
     if not all(isinstance(f.get("path"), str) for f in data.get("files", [])):
         raise BundledRuntimeError(f"bundled runtime manifest {path} is damaged: each of "
                                   f"'files' must have a 'path' string; {_REPACK}")
@@ -128,7 +124,6 @@ def read_manifest(path):
 def _loaded_modules():
     """{lower-case file name: path} of every module in this process, in one enumeration."""
     import ctypes
-
     kernel32 = _kernel32()
     handles, needed = (ctypes.c_void_p * 4096)(), ctypes.c_ulong()
     kernel32.K32EnumProcessModules(kernel32.GetCurrentProcess(), handles,
@@ -152,7 +147,6 @@ def _bundled_path(relpath, existing):
 
 def _load_one(relpath, already_loaded):
     import ctypes
-
     path = _bundled_path(relpath, already_loaded.get(os.path.basename(relpath).lower()))
     handle = _kernel32().LoadLibraryExW(path, None, _LOAD_FLAGS)
     if not handle:
@@ -178,10 +172,9 @@ def probe_driver():
     """(nvcuda.dll's path or "", the CUDA the driver supports e.g. 10010, its file version
     e.g. "26.21.14.4166" or "", error), loaded by bare name as the CUDA runtime does."""
     import ctypes
-
     handle = _kernel32().LoadLibraryW("nvcuda.dll")
     if not handle:
-        return "", 0, "", f"Windows error {ctypes.get_last_error()}"
+        return "", 0, "", f"nvcuda.dll cannot be loaded: Windows error {ctypes.get_last_error()}"
     path = _module_path(handle)
     file_version = _file_version(path)
     try:
@@ -194,10 +187,23 @@ def probe_driver():
         f"cuDriverGetVersion failed (CUresult {result})" if result else "")
 
 
+def probe_libcuda():
+    """probe_driver on Linux: libcuda.so.1 by SONAME, as the CUDA runtime loads it."""
+    import ctypes
+    try:
+        get_version = ctypes.CDLL("libcuda.so.1").cuDriverGetVersion
+    except (OSError, AttributeError) as exc:
+        return "", 0, "", f"libcuda.so.1 cannot be loaded: {exc}"
+    version = ctypes.c_int(0)
+    result = get_version(ctypes.byref(version))
+    path = next((p for n, p in _mapped_libraries().items() if n.startswith("libcuda.so")), "")
+    return path or "libcuda.so.1", version.value, "", (
+        f"cuDriverGetVersion failed (CUresult {result})" if result else "")
+
+
 def _file_version(path):
     """A DLL's file version from its version resource, e.g. "26.21.14.4166"; "" if none."""
     import ctypes
-
     version = ctypes.WinDLL("version")
     size = version.GetFileVersionInfoSizeW(path, None)
     info = ctypes.create_string_buffer(size)
@@ -235,10 +241,10 @@ def cuda_needed(cuda):
 
 
 def runs_on(version, supported, cuda, oldest, minor_compatible):
-    """Whether a driver runs a CUDA `cuda` runtime whose oldest driver is `oldest`: by the
-    driver's `version` ("516.01") when known, else by its cuDriverGetVersion (`supported`):
-    that CUDA, or only its major when `minor_compatible` (CUDA 11 on). The two agree: a
-    driver reports the CUDA of the newest release whose own minimum driver it meets."""
+    """Whether a driver runs CUDA `cuda` (oldest driver: `oldest`): by its `version`
+    ("516.01") when known, else by cuDriverGetVersion `supported`: that CUDA, or its major
+    when `minor_compatible` (CUDA 11 on). They agree: a driver reports the newest CUDA
+    whose minimum driver it meets."""
     if version and oldest:
         return not driver_older(version, oldest)
     return supported >= cuda_needed(cuda.partition(".")[0] if minor_compatible else cuda)
@@ -246,7 +252,7 @@ def runs_on(version, supported, cuda, oldest, minor_compatible):
 
 def driver_check(versions):
     """This machine's driver against what this runtime needs (see judge_driver)."""
-    return judge_driver(versions, *probe_driver())
+    return judge_driver(versions, *(probe_driver() if os.name == "nt" else probe_libcuda()))
 
 
 def judge_driver(versions, path, supported, file_version, error):
@@ -263,26 +269,24 @@ def judge_driver(versions, path, supported, file_version, error):
         f" (>= {min_driver} for all of its features)" if compat else "")
     named = f"the NVIDIA driver {path}" + (f" (version {version})" if version else "")
     if not path:
-        found["problem"] = (f"no NVIDIA driver found (nvcuda.dll cannot be loaded: {error}); "
-                            f"{wanted}: install it, or the GPU cannot be used")
+        found["problem"] = (f"no NVIDIA driver found ({error}); {wanted}: install it, or "
+                            "the GPU cannot be used")
     elif error:
         found["problem"] = f"{named} is unusable ({error}); {wanted}"
     elif not runs_on(version, supported, cuda, oldest, bool(compat)):
         found["problem"] = (f"{named} supports CUDA {cuda_text(supported)} (cuDriverGetVersion "
                             f"{supported}), but {wanted}: update the NVIDIA driver")
     elif version and driver_older(version, min_driver):
-        found["note"] = (f"{named} is older than {min_driver}, the driver of CUDA {cuda}: "
-                         "this app's runtime runs under CUDA minor-version compatibility, "
-                         "without the features that need the newer driver (such as JIT "
-                         "compilation of newer PTX)")
+        found["note"] = (f"{named} is older than {min_driver}, the driver of CUDA {cuda}: this "
+                         "app's runtime runs under CUDA minor-version compatibility, without "
+                         "what needs the newer driver (such as JIT compilation of newer PTX)")
     return found
 
 
 def _check_driver():
     global _driver
     first = not _driver
-    if first:
-        _driver = driver_check(_manifest.get("versions", {}))
+    _driver = _driver or driver_check(_manifest.get("versions", {}))
     problem = _driver["problem"]
     if problem and _manifest.get("require_driver"):
         raise BundledRuntimeError(problem)
@@ -292,8 +296,7 @@ def _check_driver():
 
 
 def activate():
-    """Check the driver, register the runtime folder and preload its DLLs.
-    Does its work once per process: calling it again changes nothing."""
+    """Check the driver and preload the runtime, once per process (again: no change)."""
     global _dll_directory, _manifest, _activated
     if sys.version_info < (3, 7):  # noqa: UP036 - the app's Python, not bundler's
         raise BundledRuntimeError(
@@ -301,12 +304,11 @@ def activate():
             f"{sys.version.split()[0]} ({sys.executable}): run the app with Python 3.7+")
     if _activated:
         return
-    if sys.platform.startswith("linux"):
-        _activate_linux()
-        return
-    if os.name != "nt":
+    if os.name != "nt" and not sys.platform.startswith("linux"):
         return
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
+    if os.name != "nt":
+        return _activate_linux()
     _check_driver()
     # For DEFAULT_DIRS loads of a bundled DLL not preloaded yet (ctypes, a DLL loading a
     # sibling). Python 3.7 lacks it; the preload does not need it (_LOAD_FLAGS).
@@ -338,13 +340,13 @@ def glibc_problem(needed, found=""):
 
 
 def _activate_linux():
-    global _manifest, _activated
-    _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
+    global _activated
     if not str(_manifest.get("platform", "")).startswith("linux"):
         return  # a Windows bundle run here: none of its files can load
     problem = glibc_problem(_manifest.get("versions", {}).get("min_glibc", ""))
     if problem:
         raise BundledRuntimeError(problem)
+    _check_driver()
     import ctypes
     mapped = _mapped_libraries()
     _loaded.clear()
@@ -366,14 +368,12 @@ def report():
     mapped = _mapped_libraries() if _loaded and os.name != "nt" else {}
     loaded_from = {rel: _module_path(h) if os.name == "nt" else mapped.get(
         os.path.basename(path), "") for rel, path, h in _loaded}
-    return {
-        "recipe": _manifest.get("recipe", {}).get("name", ""),
-        "versions": _manifest.get("versions", {}),
-        "runtime_dir": runtime_folder(),
-        "driver": _driver,
-        "dlls": [{"file": rel, "version": versions.get(rel, ""),
-                  "loaded_from": loaded_from.get(rel, "")} for rel, _, _ in _loaded],
-    }
+    return {"recipe": _manifest.get("recipe", {}).get("name", ""),
+            "versions": _manifest.get("versions", {}),
+            "runtime_dir": runtime_folder(),
+            "driver": _driver,
+            "dlls": [{"file": rel, "version": versions.get(rel, ""),
+                      "loaded_from": loaded_from.get(rel, "")} for rel, _, _ in _loaded]}
 
 
 def _stop_quietly(previous):

@@ -132,8 +132,7 @@ def _linux_driver(platform: str, versions: dict[str, str]) -> dict[str, str]:
     path, supported, release, error = probe()
     # The release is not a Windows file version: the rule compares cuDriverGetVersion.
     found = judge_driver(versions, path, supported, "", error)
-    problem = found["problem"].replace("(nvcuda.dll cannot be loaded: ", "(")
-    return {**found, "problem": problem, "driver_version": release}
+    return {**found, "driver_version": release}
 
 
 def _here(platform: str) -> bool:
