@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 from bundler.errors import RecipeError
 
@@ -47,6 +48,14 @@ class FoundLibrary:
     role: str         # "picked" (the load gets it) or "shadowed" (an earlier copy wins)
 
 
+class SignatureDigest(Protocol):
+    """What a signature check compares, computed from a file's bytes as they stream."""
+
+    def update(self, data: bytes) -> None: ...
+
+    def digests(self) -> dict[str, bytes]: ...   # {} when the stream could not give one
+
+
 @dataclass(frozen=True)
 class Platform:
     """One operating system and architecture, as bundler's shared layers see it."""
@@ -67,7 +76,9 @@ class Platform:
     returned_constant: Callable[[Path, str], int | None]   # an export's constant
     facts: Callable[[], OSFacts]               # system, driver and CUDA libraries
     driver_table: Callable[[], DriverTable]         # driver minimums, framework rows
-    check_signature: Callable[[Path, Trust], SignatureCheck]
+    # (path, trust[, digests]): `digests`, the file's signature digests by algorithm
+    # (sha256 -> bytes) computed as it was written, spare the check a re-read.
+    check_signature: Callable[..., SignatureCheck]
     shipped_roots: Callable[[], tuple[str, ...]]    # every root a shipped recipe pins
     any_shipped_signer: Callable[[], Trust]         # any signer the shipped recipes name
     # How releases and wheels name the platform, and how a CUDA library is named on it:
@@ -87,6 +98,9 @@ class Platform:
     # (patterns, the search path variable's value): every copy a bare-name load could
     # reach, in order. Linux's; Windows doctor has its own DLL search (diagnose/doctor/host.py).
     bare_name_search: Callable[[tuple[str, ...], str], list[FoundLibrary]] | None = None
+    # (size) -> a digest of a file's bytes fed in order (`update`), whose `digests()`
+    # check_signature takes: pack computes it from the bytes it writes. None: no scheme.
+    signature_digest: Callable[[int], SignatureDigest] | None = None
 
     def name_key(self, name: str) -> str:
         """The form two library names are compared in (the same file when equal)."""

@@ -205,7 +205,8 @@ def _make_runtime(spec: Spec, recipe: Recipe, selection: Selection,
         for item in reuse.staged:
             signatures.start(item)
         read = stage_files([f for f in files if f.source not in reuse.identities],
-                           sources, runtime_dir, spec.runtime_dir, signatures.start)
+                           sources, runtime_dir, spec.runtime_dir, signatures.start,
+                           signatures.digest_for)
         by_name = {item.file.name: item for item in (*reuse.staged, *read)}
         staged = [by_name[f.name] for f in files]
         origins = {sid: str(s.location) for sid, s in sources.items()}

@@ -22,8 +22,16 @@ from bundler.errors import CheckError
 from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.pack.stage import StagedFile
-from bundler.platforms import CHANGED, OK, UNSIGNED, Platform, SignatureCheck, Trust
-from bundler.recipe import Recipe
+from bundler.platforms import (
+    CHANGED,
+    OK,
+    UNSIGNED,
+    Platform,
+    SignatureCheck,
+    SignatureDigest,
+    Trust,
+)
+from bundler.recipe import Recipe, RuntimeFile
 
 
 class Verdicts(Protocol):
@@ -54,6 +62,12 @@ class SignatureChecker:
         if trust is not None:
             self._started[item.path] = self._pool.submit(_checked, item, trust,
                                                          self._verdicts, self._recipe.target)
+
+    def digest_for(self, file: RuntimeFile, size: int) -> SignatureDigest | None:
+        """The digest to compute as `file` is staged, where its signature is checked:
+        the check then needs no second read of the file."""
+        make = self._recipe.target.signature_digest
+        return make(size) if make and self._recipe.trust_for(file) is not None else None
 
     def result(self, item: StagedFile, trust: Trust) -> SignatureCheck:
         started = self._started.get(item.path)
@@ -108,7 +122,10 @@ def _checked(item: StagedFile, trust: Trust, verdicts: Verdicts | None, platform
     known = verdicts.signature_verdict(item.sha256, key) if verdicts else None
     if known is not None and known.get("status") == OK and known.get("signed_at"):
         return SignatureCheck(**known)
-    found = platform.check_signature(item.path, trust)
+    if item.signature_digests:
+        found = platform.check_signature(item.path, trust, dict(item.signature_digests))
+    else:
+        found = platform.check_signature(item.path, trust)
     if verdicts is not None and found.ok and found.signed_at:
         verdicts.remember_signature(item.sha256, key, asdict(found))
     return found

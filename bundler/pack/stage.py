@@ -5,17 +5,28 @@ hashed and written in the same pass, and the source checks everything else it
 holds (other members' CRCs) on the way, so each byte is read once; no file is held
 in memory whole. The digest is handed back to the source, which checks it against
 any hash the input records itself (a wheel's RECORD) without hashing a second time.
+A file whose signature will be checked has its signature digest (Authenticode's)
+computed from the same bytes, so the check does not read it again.
+
+Independent sources are swept at once, one lane each, as many lanes as cores (the
+largest sources first: they set the pace); within a lane, inflating, hashing and
+writing run on threads of their own (zlib, hashlib and writes let go of the GIL). Each
+file's bytes depend only on its source, so the output is the same whatever the timing.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.sources import Source
+from bundler.platforms import SignatureDigest
 from bundler.recipe import RuntimeFile
 from bundler.support.hashing import write_hashed
 from bundler.support.progress import byte_progress
@@ -28,44 +39,108 @@ class StagedFile:
     relpath: str    # its path in the app folder, forward slashes
     size: int
     sha256: str
+    # The signature digests of its bytes ((algorithm, digest), e.g. Authenticode's
+    # sha256), computed as it was written; () where none was (the check reads the file).
+    signature_digests: tuple[tuple[str, bytes], ...] = ()
+
+
+# (a file, its size) -> the digest its signature check will want, or None.
+DigestFor = Callable[[RuntimeFile, int], "SignatureDigest | None"]
+
+
+@dataclass(frozen=True)
+class _Lane:
+    """What one source's sweep reports to, from its own thread."""
+
+    runtime_dir: Path
+    runtime_relpath: str
+    advance: Callable[[int], object]
+    report: Callable[[StagedFile], None]
+    digest_for: DigestFor | None
+    stop: threading.Event
+
+
+class _Stopped(Exception):
+    """Another lane failed (or the pack was interrupted): this one stops at once."""
 
 
 def stage_files(files: list[RuntimeFile], sources: Mapping[str, Source],
                 runtime_dir: Path, runtime_relpath: str,
-                on_staged: Callable[[StagedFile], object] | None = None) -> list[StagedFile]:
+                on_staged: Callable[[StagedFile], object] | None = None,
+                digest_for: DigestFor | None = None) -> list[StagedFile]:
     """Stage `files`; each source must have been opened to take exactly their members.
-    `on_staged` is told each file as soon as it is complete (later checks can start)."""
+    `on_staged` is told each file as soon as it is complete (later checks can start),
+    from the thread that staged it, one file at a time. `digest_for` gives the digest a
+    file's signature check will want (see StagedFile.signature_digests)."""
     runtime_dir.mkdir(parents=True, exist_ok=True)
-    total = sum(sources[f.source].size(f.member) for f in files)
+    wanted: dict[str, dict[str, list[RuntimeFile]]] = {}
+    for runtime_file in files:
+        wanted.setdefault(runtime_file.source, {}).setdefault(
+            runtime_file.member, []).append(runtime_file)
+    weight = {sid: sum(sources[sid].size(m) for m in members)
+              for sid, members in wanted.items()}
     staged: dict[str, StagedFile] = {}
-    with byte_progress(total, "staging runtime") as bar:
-        for sid in sorted({f.source for f in files}):
-            wanted: dict[str, list[RuntimeFile]] = {}
-            for runtime_file in files:
-                if runtime_file.source == sid:
-                    wanted.setdefault(runtime_file.member, []).append(runtime_file)
-            for item in _stage_source(sources[sid], wanted, runtime_dir, runtime_relpath,
-                                      bar.update):
+    turn = threading.Lock()   # the bar, `staged` and on_staged: one lane at a time
+    with byte_progress(sum(weight.values()), "staging runtime") as bar:
+        def advance(size: int) -> None:
+            with turn:
+                bar.update(size)
+
+        def report(item: StagedFile) -> None:
+            with turn:
                 staged[item.file.name] = item
                 if on_staged is not None:
                     on_staged(item)
+
+        lane = _Lane(runtime_dir, runtime_relpath, advance, report, digest_for,
+                     threading.Event())
+        order = sorted(wanted, key=lambda sid: (-weight[sid], sid))
+        _run_lanes({sid: (sources[sid], wanted[sid]) for sid in order}, lane)
     return [staged[f.name] for f in files]
 
 
-def _stage_source(source: Source, wanted: Mapping[str, list[RuntimeFile]], runtime_dir: Path,
-           runtime_relpath: str, advance: Callable[[int], object]) -> Iterator[StagedFile]:
+def lane_count(sources: int) -> int:
+    """Lanes at once: one per core, at most one per source."""
+    return max(1, min(sources, os.cpu_count() or 1))
+
+
+def _run_lanes(work: Mapping[str, tuple[Source, Mapping[str, list[RuntimeFile]]]],
+               lane: _Lane) -> None:
+    """Sweep each source on a lane; the first failure stops the others. The error
+    raised is that of the first source, by id, that failed of itself."""
+    with ThreadPoolExecutor(lane_count(len(work)), thread_name_prefix="stage") as pool:
+        futures: dict[str, Future[None]] = {
+            sid: pool.submit(_stage_source, source, members, lane)
+            for sid, (source, members) in work.items()}
+        try:
+            wait(futures.values(), return_when=FIRST_EXCEPTION)
+        finally:   # a failure or Ctrl-C: the other lanes stop at their next chunk
+            if not all(f.done() and f.exception() is None for f in futures.values()):
+                lane.stop.set()
+    for sid in sorted(futures):
+        error = futures[sid].exception()
+        if error is not None and not isinstance(error, _Stopped):
+            raise error
+
+
+def _stage_source(source: Source, wanted: Mapping[str, list[RuntimeFile]],
+                  lane: _Lane) -> None:
     member = ""
     try:
         for member, chunks in source.sweep():
             first, *others = wanted[member]
-            size, sha256 = _copy(chunks, runtime_dir / first.name, advance)
+            digest = lane.digest_for(first, source.size(member)) if lane.digest_for else None
+            size, sha256 = _copy(_unless_stopped(chunks, lane.stop),
+                                 lane.runtime_dir / first.name, lane.advance, digest)
             source.confirm(member, sha256)
+            digests = tuple(sorted(digest.digests().items())) if digest else ()
             for other in others:  # one member shipped under a second name: read it once
-                shutil.copyfile(runtime_dir / first.name, runtime_dir / other.name)
+                shutil.copyfile(lane.runtime_dir / first.name, lane.runtime_dir / other.name)
             for runtime_file in (first, *others):
-                yield StagedFile(file=runtime_file, path=runtime_dir / runtime_file.name,
-                                 relpath=f"{runtime_relpath}/{runtime_file.name}",
-                                 size=size, sha256=sha256)
+                lane.report(StagedFile(
+                    file=runtime_file, path=lane.runtime_dir / runtime_file.name,
+                    relpath=f"{lane.runtime_relpath}/{runtime_file.name}", size=size,
+                    sha256=sha256, signature_digests=digests))
             member = ""
     except OSError as exc:
         what = f"{member} of source" if member else "source"
@@ -75,7 +150,14 @@ def _stage_source(source: Source, wanted: Mapping[str, list[RuntimeFile]], runti
                           "output folder has free space") from None
 
 
-def _copy(chunks: Iterator[bytes], target: Path, advance: Callable[[int], object]
-          ) -> tuple[int, str]:
+def _unless_stopped(chunks: Iterator[bytes], stop: threading.Event) -> Iterator[bytes]:
+    for chunk in chunks:
+        if stop.is_set():
+            raise _Stopped
+        yield chunk
+
+
+def _copy(chunks: Iterator[bytes], target: Path, advance: Callable[[int], object],
+          digest: SignatureDigest | None) -> tuple[int, str]:
     with open(target, "xb") as out:
-        return write_hashed(chunks, out, advance)
+        return write_hashed(chunks, out, advance, (digest.update,) if digest else ())

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import threading
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Generic, TypeVar
 
 from bundler.support.progress import byte_progress
 
 # The size of every streaming read in bundler: hashing, zip members, folder files.
 CHUNK = 1 << 20
-# Bytes handed to write_hashed's second thread and not yet written, at most (about).
+# Bytes handed to a Pipe's thread and not yet done with, at most (about).
 _WAITING = 4 << 20
+T = TypeVar("T")
 
 
 def sha256_file(path: Path, description: str = "") -> str:
@@ -43,78 +45,91 @@ def sha256_crc32_file(path: Path, description: str = "") -> tuple[str, int, int]
 
 
 def write_hashed(chunks: Iterable[bytes], out: BinaryIO,
-                 advance: Callable[[int], object] | None = None) -> tuple[int, str]:
+                 advance: Callable[[int], object] | None = None,
+                 also: Sequence[Callable[[bytes], object]] = ()) -> tuple[int, str]:
     """Write `chunks` to `out`, hashing them on the way: (bytes written, sha256).
     Copying out of an archive this way reads each byte once. `advance` is told each
-    chunk's size (a progress bar). The chunks must not be reused by their producer:
-    they are hashed and written on a second thread while the next one is made."""
+    chunk's size (a progress bar); each of `also` is given every chunk, in order, on a
+    third thread (another digest of the same bytes). The chunks must not be reused by
+    their producer: they are hashed and written on other threads while the next one is
+    made."""
     digest = hashlib.sha256()
     size = 0
-    with _Writer(out, digest) as writer:
+
+    def write(chunk: bytes) -> None:
+        digest.update(chunk)
+        out.write(chunk)
+
+    def others(chunk: bytes) -> None:
+        for sink in also:
+            sink(chunk)
+
+    with Pipe(write, len, "write-hashed") as writer, \
+            (Pipe(others, len, "digest") if also else contextlib.nullcontext()) as side:
         for chunk in chunks:
             writer.put(chunk)
+            if side is not None:
+                side.put(chunk)
             size += len(chunk)
             if advance is not None:
                 advance(len(chunk))
     return size, digest.hexdigest()
 
 
-class _Writer:
-    """Hashes and writes chunks on a second thread while the caller makes the next one
-    (unpacking a zip member): zlib, hashlib and file writes let go of the GIL, so two
-    cores share the work. Memory stays bounded: the caller waits while more than
-    _WAITING bytes are handed over and not yet written."""
+class Pipe(Generic[T]):
+    """Hands items to a second thread that applies `apply` to each, in order, while the
+    caller makes the next (unpacking a zip member): zlib, hashlib and file writes let go
+    of the GIL, so the cores share the work. Memory stays bounded: the caller waits
+    while more than _WAITING bytes (`size` of each item) are handed over and not yet
+    done. An error on the thread is raised in the caller (put, or leaving the `with`)."""
 
-    def __init__(self, out: BinaryIO, digest: hashlib._Hash) -> None:
-        self._out = out
-        self._digest = digest
-        self._pending: collections.deque[bytes | None] = collections.deque()
+    def __init__(self, apply: Callable[[T], object], size: Callable[[T], int],
+                 name: str) -> None:
+        self._apply = apply
+        self._size = size
+        self._pending: collections.deque[tuple[T] | None] = collections.deque()
         self._pending_bytes = 0
         self._turn = threading.Condition()
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="write-hashed", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while True:
             with self._turn:
                 self._turn.wait_for(lambda: bool(self._pending))
-                chunk = self._pending[0]
-            if chunk is None:
+                entry = self._pending[0]
+            if entry is None:
                 return
             if self._error is None:
                 try:
-                    self._digest.update(chunk)
-                    self._out.write(chunk)
+                    self._apply(entry[0])
                 except BaseException as exc:  # handed to the caller's thread in put/exit
                     self._error = exc
             with self._turn:
                 self._pending.popleft()
-                self._pending_bytes -= len(chunk)
+                self._pending_bytes -= self._size(entry[0])
                 self._turn.notify_all()
 
-    def put(self, chunk: bytes) -> None:
+    def put(self, item: T) -> None:
         if self._error is not None:
             raise self._error
         with self._turn:
             self._turn.wait_for(lambda: self._pending_bytes < _WAITING or not self._pending)
-            self._pending.append(chunk)
-            self._pending_bytes += len(chunk)
+            self._pending.append((item,))
+            self._pending_bytes += self._size(item)
             self._turn.notify_all()
 
-    def __enter__(self) -> _Writer:
+    def __enter__(self) -> Pipe[T]:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *_rest: object) -> None:
-        self.put_end()
-        self._thread.join()
-        if self._error is not None and kind is None:
-            raise self._error
-
-    def put_end(self) -> None:
         with self._turn:
             self._pending.append(None)
             self._turn.notify_all()
+        self._thread.join()
+        if self._error is not None and kind is None:
+            raise self._error
 
 
 class PiggybackDigest:

@@ -28,7 +28,7 @@ the signature is a candidate too, but is trusted only when its fingerprint is pi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -153,8 +153,12 @@ def _signify() -> Any:
     return pe, exceptions, pkcs7, x509
 
 
-def check_signature(path: Path, trust: Trust) -> SignatureCheck:
-    """The signature of the PE file at `path`, judged against `trust` (see above)."""
+def check_signature(path: Path, trust: Trust,
+                    digests: Mapping[str, bytes] | None = None) -> SignatureCheck:
+    """The signature of the PE file at `path`, judged against `trust` (see above).
+    `digests`: the file's Authenticode digest by algorithm ("sha256"), computed from its
+    bytes as they were written (authentihash.py), so signify need not read the file
+    again; a signature of another algorithm is checked by signify reading it."""
     pe, _, _, _ = _signify()
     try:
         with open(path, "rb") as handle:
@@ -162,12 +166,19 @@ def check_signature(path: Path, trust: Trust) -> SignatureCheck:
             signatures = _signatures(signed)
             if not signatures:
                 return SignatureCheck(UNSIGNED, detail="no Authenticode signature")
-            results = [_check_one(signed, sd, trust) for sd in signatures]
+            # Any one signature that passes is enough (a file may carry a nested SHA-1
+            # one): the first that passes, else the first one's failure.
+            first = _check_one(signed, signatures[0], trust, digests or {})
+            if first.ok:
+                return first
+            for sd in signatures[1:]:
+                found = _check_one(signed, sd, trust, digests or {})
+                if found.ok:
+                    return found
+            return first
     except OSError as exc:
         raise BundlerError(f"{path}: cannot read it ({exc.strerror})",
                            "check the file is there and readable") from None
-    # Any one signature that passes is enough (a file may carry a nested SHA-1 one).
-    return next((r for r in results if r.ok), results[0])
 
 
 def _signatures(signed: Any) -> list[Any]:
@@ -179,13 +190,14 @@ def _signatures(signed: Any) -> list[Any]:
         return []
 
 
-def _check_one(signed: Any, sd: Any, trust: Trust) -> SignatureCheck:
+def _check_one(signed: Any, sd: Any, trust: Trust, digests: Mapping[str, bytes]
+               ) -> SignatureCheck:
     _, exc, _, _ = _signify()
     signer = _leaf_name(sd)
     contexts = _contexts(sd, trust)
     try:
         _, _, chains = signed.verify_signature(
-            sd, expected_hashes={}, verification_context=contexts[0],
+            sd, expected_hashes=dict(digests), verification_context=contexts[0],
             cs_verification_context=contexts[1], countersignature_mode="strict")
         chain = next(iter(chains))
     except exc.AuthenticodeNotSignedError as error:
@@ -196,7 +208,7 @@ def _check_one(signed: Any, sd: Any, trust: Trust) -> SignatureCheck:
     except exc.AuthenticodeCounterSignerError as error:
         # The timestamp signs the signer's signature: a broken primary signature shows
         # up here first. Tell it apart by checking again without the timestamp.
-        if _primary_broken(signed, sd, contexts[0]):
+        if _primary_broken(signed, sd, contexts[0], digests):
             return SignatureCheck(CHANGED, signer=signer)
         return SignatureCheck(UNKNOWN_CHAIN, signer=signer,
                               detail=f"timestamp countersignature: {error}")
@@ -214,10 +226,11 @@ def _check_one(signed: Any, sd: Any, trust: Trust) -> SignatureCheck:
     return result
 
 
-def _primary_broken(signed: Any, sd: Any, context: Any) -> bool:
+def _primary_broken(signed: Any, sd: Any, context: Any, digests: Mapping[str, bytes]
+                    ) -> bool:
     _, exc, _, _ = _signify()
     try:
-        signed.verify_signature(sd, expected_hashes={}, verification_context=context,
+        signed.verify_signature(sd, expected_hashes=dict(digests), verification_context=context,
                                 countersignature_mode="ignore")
     except (exc.InvalidDigestError, exc.SignerInfoVerificationError):
         return True

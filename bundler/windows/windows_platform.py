@@ -7,6 +7,7 @@ import re
 
 from bundler.platforms import Platform
 from bundler.windows import authenticode
+from bundler.windows.authentihash import AuthenticodeDigest
 from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
 from bundler.windows.pe_file import BITS, PLATFORM_MACHINE, exported_constant, is_pe, read_pe
@@ -29,8 +30,12 @@ WINDOWS = Platform(
     case_insensitive=True, windows_names=True,
     signature_scheme="Authenticode", read_library=read_pe, is_library_file=is_pe,
     returned_constant=exported_constant, facts=windows_facts, driver_table=compat_facts,
-    # Looked up at each call, so a test can count the checks.
-    check_signature=lambda path, trust: authenticode.check_signature(path, trust),
+    # Looked up at each call, so a test can count the checks (with the two arguments
+    # it always had when no digest was streamed).
+    check_signature=lambda path, trust, digests=None: (
+        authenticode.check_signature(path, trust, digests) if digests
+        else authenticode.check_signature(path, trust)),
+    signature_digest=AuthenticodeDigest,
     shipped_roots=lambda: tuple(authenticode.shipped_roots()),
     any_shipped_signer=authenticode.any_shipped_signer,
     release_suffix="win-x64", label="Windows x64", wheel_tags=r"win_amd64",

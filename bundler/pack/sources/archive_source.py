@@ -9,7 +9,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
 from bundler.recipe import SourceSpec
-from bundler.support.hashing import PiggybackDigest, sha256_file
+from bundler.support.hashing import PiggybackDigest, Pipe, sha256_file
 from bundler.support.zip_reader import ZipArchive
 
 
@@ -30,17 +30,24 @@ class ArchiveSource(Source):
         self._digest = PiggybackDigest(location)
 
     def sweep(self) -> Iterator[tuple[str, Iterator[bytes]]]:
-        # Every member, in file order, feeds the archive's own sha256 as it is read.
+        # Every member, in file order, feeds the archive's own sha256 as it is read: on
+        # a thread of its own, beside the one inflating (the raw bytes are not reused).
         members = self._archive.members
-        for name in sorted(members, key=lambda n: members[n].header_offset):
-            member = name[len(self._prefix):] if name.startswith(self._prefix) else ""
-            if member in self.takes:
-                chunks = self._archive.read_chunks(name, self._digest.see)
-                yield member, chunks
-                for _ in chunks:  # whatever the caller left unread is still CRC-checked
-                    pass
-            else:
-                self._archive.check_member(name, self._digest.see)
+        hashing: Pipe[tuple[int, bytes]] = Pipe(lambda read: self._digest.see(*read),
+                                                lambda read: len(read[1]), "archive-sha256")
+        with hashing:
+            def tap(offset: int, data: bytes) -> None:
+                hashing.put((offset, data))
+
+            for name in sorted(members, key=lambda n: members[n].header_offset):
+                member = name[len(self._prefix):] if name.startswith(self._prefix) else ""
+                if member in self.takes:
+                    chunks = self._archive.read_chunks(name, tap)
+                    yield member, chunks
+                    for _ in chunks:  # whatever the caller left unread is still CRC-checked
+                        pass
+                else:
+                    self._archive.check_member(name, tap)
 
     def size(self, member: str) -> int:
         return self._archive.members[self._prefix + member].size
