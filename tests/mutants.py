@@ -227,6 +227,17 @@ MUTANTS = (
            BOOTSTRAP, "        sys.excepthook = _stop_quietly(sys.excepthook)\n",
            "        pass\n", ("tests/test_linux_bootstrap_stops.py",
                                "tests/test_bootstrap_damage_wine.py")),
+    Mutant("signature-check-rereads", "pack hands signify no streamed Authenticode digest",
+           "bundler/pack/signatures.py",
+           "return make(size) if make and self._recipe.trust_for(file) is not None else None",
+           "return None", ("tests/test_authentihash.py",)),
+    Mutant("authentihash-hashes-checksum", "the streamed digest hashes the CheckSum field",
+           "bundler/windows/authentihash.py",
+           "ranges = [(optional_offset + 64, optional_offset + 68)]   # CheckSum",
+           "ranges: list[tuple[int, int]] = []", ("tests/test_authentihash.py",)),
+    Mutant("stage-one-lane", "sources are staged one at a time", "bundler/pack/stage.py",
+           "ThreadPoolExecutor(lane_count(len(work))", "ThreadPoolExecutor(1",
+           ("tests/test_stage_parallel.py",)),
 )
 
 
