@@ -124,6 +124,15 @@ def nearby(spec_folder: Path, app: Path) -> Nearby:
     return Nearby(tuple(archives), tuple(folders))
 
 
+def _resolved(path: Path) -> Path | None:
+    """The folder's real path; None for a link loop (a folder beside the spec's may hold
+    anything: init must not stop on it)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
 def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[Path]]:
     """Breadth-first below `root`, at most MAX_DEPTH deep and MAX_ENTRIES seen."""
     archives: list[Path] = []
@@ -141,10 +150,14 @@ def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[Path]]:
                 path = Path(entry.path)
                 if entry.name.startswith(".") or entry.name in _SKIPPED:
                     continue
-                if entry.is_dir() and path.resolve() not in skip:
+                try:
+                    is_dir, is_file = entry.is_dir(), entry.is_file()
+                except OSError:   # a link loop, a folder gone: not an input
+                    continue
+                if is_dir and _resolved(path) not in skip:
                     below.append(path)
                     folders.append(path)
-                elif entry.is_file() and entry.name.lower().endswith((".zip", ".whl")):
+                elif is_file and entry.name.lower().endswith((".zip", ".whl")):
                     archives.append(path)
         level = below
     return archives, folders

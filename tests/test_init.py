@@ -37,6 +37,15 @@ STANDIN_CUDA = QUICKSTART / "standin-cuda" / "v10.1"
 NO_SPECS = shutil.ignore_patterns("*.spec", "*.lock", "dist", "__pycache__")
 
 
+@pytest.fixture
+def tmp_path(tmp_path: Path) -> Path:
+    """A folder one level below pytest's own: init also searches the folder beside the
+    spec's, which for a spec written in pytest's tmp_path is the base folder holding every
+    other test's files (their wheels, zips and symbolic-link loops)."""
+    (tmp_path / "ws").mkdir()
+    return tmp_path / "ws"
+
+
 @pytest.fixture(autouse=True)
 def _no_cuda_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine's CUDA_PATH* must not decide what init finds (own_environ's rule)."""
@@ -272,6 +281,21 @@ def test_a_missing_app_folder_is_bad_input(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = init(capsys, tmp_path / "nothing")
     assert code == 2 and "no such folder" in err and not (tmp_path / "app.spec").exists()
+
+
+def test_link_loops_beside_the_spec_do_not_stop_init(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The folder beside the spec's is searched too; a link loop there (or below the
+    spec's folder) is not an input and not an error."""
+    (tmp_path / "proj" / "app").mkdir(parents=True)
+    (tmp_path / "proj" / "app" / "main.py").write_text("print('hello')\n")
+    for folder in (tmp_path / "other", tmp_path / "proj" / "notes"):
+        folder.mkdir()
+        (folder / "a").symlink_to(folder / "b")
+        (folder / "b").symlink_to(folder / "a")
+    code, _, err = init(capsys, tmp_path / "proj" / "app")
+    assert code == 0, err
+    assert written(tmp_path / "proj" / "app.spec")["app"]["entry"] == "main.py"
 
 
 def test_a_framework_installed_in_the_app_picks_its_cuda_and_components(
