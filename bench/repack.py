@@ -12,10 +12,12 @@ Each run starts with an empty store and measures, in the same run:
 - warm re-pack of app A after a change to its script;
 - first pack of app B, another app with the same recipe and components;
 - app C likewise, then the disk the three bundles take together (`du`, which counts a
-  hard-linked file once) against one runtime plus the three apps.
+  hard-linked file once) against one runtime plus the three apps;
+- the floor: reading the wheels once and writing files of the DLLs' sizes, no inflating
+  or hashing (what no pack of these inputs can beat on this machine's disk and memory).
 
-Goals (issue 13): warm <= 0.1x unzip, second app <= 0.15x, three apps <= 1.1x one
-runtime plus the apps, cold <= 0.8x and <= 300 MB.
+Goals: warm <= 0.1x unzip, second app <= 0.15x, three apps <= 1.1x one runtime plus
+the apps; cold <= 0.5x unzip with a peak of <= 150 MB, on two cores, signatures checked.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from pack_wheels import _CHILD, RECIPE, time_unzip, warm, wheels_for, write_spec  # noqa: E402
 
 from bundler.recipe import find_recipe  # noqa: E402
+from bundler.support import deflate  # noqa: E402
 
 
 def pack(spec: Path, out: Path, store: Path) -> tuple[float, int]:
@@ -51,6 +54,25 @@ def pack(spec: Path, out: Path, store: Path) -> tuple[float, int]:
     if stats["code"] != 0:
         sys.exit(f"pack failed:\n{done.stderr}")
     return elapsed, stats["maxrss_kib"]
+
+
+def time_floor(wheels: dict[str, Path], sizes: list[int], out: Path) -> float:
+    """Seconds to read every wheel once (1 MiB reads, like the pack's) and write one file
+    per DLL of its size (the same bytes over and over: nothing to compute)."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    block = os.urandom(1 << 20)
+    start = time.perf_counter()
+    for wheel in wheels.values():
+        with open(wheel, "rb") as handle:
+            while handle.read(1 << 20):
+                pass
+    for number, size in enumerate(sizes):
+        with open(out / f"{number}.dll", "wb") as handle:
+            for _ in range(size >> 20):
+                handle.write(block)
+            handle.write(block[:size & ((1 << 20) - 1)])
+    return time.perf_counter() - start
 
 
 def disk_use(*folders: Path) -> int:
@@ -80,6 +102,9 @@ def one_run(work: Path, wheels: dict[str, Path]) -> dict[str, float]:
     runtime = sum(p.stat().st_size for p in (work / "unzipped").iterdir())
     apps = sum(disk_use(work / name / "app") for name in "ABC")
     figures["three_apps_disk"] = disk_use(*bundles) / (runtime + apps)
+    sizes = [p.stat().st_size for p in (work / "unzipped").iterdir()]
+    figures["floor"] = time_floor(wheels, sizes, work / "floor")
+    shutil.rmtree(work / "floor")
     return figures
 
 
@@ -98,11 +123,15 @@ def main() -> None:
     unzip = median["unzip"]
     print(f"{RECIPE}, full set, {args.runs} runs (median), each from an empty store")
     print(f"  unzip (same members)        {unzip:6.2f} s")
-    for key, label, goal in (("cold", "cold pack", 0.8), ("warm", "warm re-pack", 0.1),
+    for key, label, goal in (("cold", "cold pack", 0.5), ("warm", "warm re-pack", 0.1),
                              ("second", "second app, first pack", 0.15)):
         print(f"  {label:27} {median[key]:6.2f} s   {median[key] / unzip:.3f}x unzip "
               f"(goal <= {goal}x)")
-    print(f"  cold pack peak memory       {median['cold_rss_kib'] / 1024:.0f} MiB (goal <= 300)")
+    print(f"  cold pack peak memory       {median['cold_rss_kib'] / 1024:.0f} MiB (goal <= 150)")
+    floor = median["floor"]
+    print(f"  floor (read + write)        {floor:6.2f} s   {floor / unzip:.3f}x unzip; "
+          f"cold pack {median['cold'] / floor:.2f}x the floor")
+    print(f"  cores {os.cpu_count()}, engine {deflate.ENGINE}")
     print(f"  three apps on disk          {median['three_apps_disk']:.3f}x one runtime plus "
           "the apps (goal <= 1.1x)")
 

@@ -6,11 +6,11 @@ import collections
 import contextlib
 import hashlib
 import threading
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
 
+from bundler.support import deflate
 from bundler.support.progress import byte_progress
 
 # The size of every streaming read in bundler: hashing, zip members, folder files.
@@ -38,7 +38,7 @@ def sha256_crc32_file(path: Path, description: str = "") -> tuple[str, int, int]
             path.stat().st_size, description or f"hashing {path.name}") as bar:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
-            crc = zlib.crc32(chunk, crc)
+            crc = deflate.crc32(chunk, crc)
             size += len(chunk)
             bar.update(len(chunk))
     return digest.hexdigest(), crc, size

@@ -13,7 +13,6 @@ import os
 import stat
 import struct
 import zipfile
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -22,6 +21,7 @@ from typing import BinaryIO, Protocol
 import inflate64
 
 from bundler.errors import SourceError
+from bundler.support import deflate
 from bundler.support.hashing import CHUNK
 from bundler.support.paths import windows_fold
 
@@ -32,6 +32,8 @@ MAX_DIRECTORY_BYTES = 64 << 20
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _LOCAL_MAGIC = b"PK\x03\x04"
 STORED, DEFLATED, DEFLATE64 = 0, 8, 9
+# What a corrupt member's decoding raises (inflate64: ValueError).
+_CORRUPT: tuple[type[Exception], ...] = (*deflate.ERRORS, ValueError)
 _METHOD_NAMES = {STORED: "stored", DEFLATED: "deflate", DEFLATE64: "Deflate64"}
 
 
@@ -64,13 +66,17 @@ class _Stored:
 
 class _Deflate:
     def __init__(self) -> None:
-        self._inflater = zlib.decompressobj(-15)
+        self._inflater = deflate.raw_inflater()
 
     def feed(self, data: bytes) -> Iterator[bytes]:
-        while data:
+        # A full piece may leave output behind with no input left over (ISA-L takes
+        # all the input it is given), so ask again until a piece comes back short.
+        while True:
             out = self._inflater.decompress(data, _OUT)
             data = self._inflater.unconsumed_tail
             yield out
+            if not data and len(out) < _OUT:
+                return
 
 
 class _Deflate64:
@@ -194,10 +200,10 @@ class ZipArchive:
                             f"{self.path}: member {name} inflates past its declared size "
                             f"of {member.size} bytes", "the archive is damaged or hostile "
                             "(a zip bomb): get the original")
-                    crc = zlib.crc32(data, crc)
+                    crc = deflate.crc32(data, crc)
                     if data:
                         yield data
-        except (zlib.error, ValueError) as exc:  # inflate64 raises ValueError
+        except _CORRUPT as exc:
             raise SourceError(f"{self.path}: member {name} is corrupt ({exc})",
                               "the archive is damaged: download it again") from None
         if size != member.size or crc != member.crc:
