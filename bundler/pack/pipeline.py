@@ -23,7 +23,7 @@ from bundler.pack.builders.folder import check_entry
 from bundler.pack.emit import build_manifest, built_files
 from bundler.pack.lock import Lock, LockPolicy, check_lock, read_lock, spec_record
 from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
-from bundler.pack.resolve import ResolvedRuntime, resolve
+from bundler.pack.resolve import LibraryReader, ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
 from bundler.pack.signatures import SignatureChecker, check_signatures
 from bundler.pack.sources import Source, close_all, given_path, open_sources
@@ -199,18 +199,23 @@ def _make_runtime(spec: Spec, recipe: Recipe, selection: Selection,
     """The runtime folder's files: reused where an earlier read allows, else read from
     the sources; then the pack-time checks and the signatures (checked as files land)."""
     files = recipe.files_for(selection.components)
-    with SignatureChecker(recipe, store) as signatures:
+    with SignatureChecker(recipe, store) as signatures, \
+            LibraryReader(recipe.target) as libraries:
+        def landed(item: StagedFile) -> None:   # its checks start while others stage
+            signatures.start(item)
+            libraries.start(item)
+
         reuse = reuse_runtime(files, sources, store, previous, runtime_dir,
                               spec.runtime_dir, copy)
         for item in reuse.staged:
-            signatures.start(item)
+            landed(item)
         read = stage_files([f for f in files if f.source not in reuse.identities],
-                           sources, runtime_dir, spec.runtime_dir, signatures.start,
+                           sources, runtime_dir, spec.runtime_dir, landed,
                            signatures.digest_for)
         by_name = {item.file.name: item for item in (*reuse.staged, *read)}
         staged = [by_name[f.name] for f in files]
         origins = {sid: str(s.location) for sid, s in sources.items()}
-        resolved = resolve(recipe, selection.components, staged, origins)
+        resolved = resolve(recipe, selection.components, staged, origins, libraries)
         resolved = check_signatures(recipe, staged, resolved, spec.allow_unsigned,
                                     origins, signatures)
     return _Runtime(staged, reuse, resolved)

@@ -7,9 +7,12 @@ is a known Windows/driver DLL, and no DLL was built for another CUDA major.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bundler.errors import CheckError
 from bundler.library_imports import MISSING, resolve_import
@@ -28,10 +31,53 @@ class ResolvedRuntime:
     min_glibc: str = ""     # the newest glibc a library needs (ELF); "" if none
 
 
+class LibraryReader:
+    """Reads each staged library's facts on a thread of its own as soon as the file is
+    staged. Parsing a PE or ELF file is Python (~0.4 s for the cuDNN 8.9 set): here it
+    runs while the other files still inflate and hash (C code that lets go of the GIL)
+    instead of after them. Use as a context manager."""
+
+    def __init__(self, platform: Platform) -> None:
+        self._platform = platform
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="library-facts")
+        self._started: dict[Path, Future[LibraryFacts | None]] = {}
+
+    def start(self, item: StagedFile) -> None:
+        self._started[item.path] = self._pool.submit(_library_facts, self._platform, item)
+
+    def infos(self, staged: list[StagedFile]) -> dict[str, LibraryFacts]:
+        """Each staged library's facts, by file name (one that cannot be read is left out:
+        _check_all reports it under its source's name)."""
+        infos = {}
+        for item in staged:
+            started = self._started.get(item.path)
+            info = started.result() if started else _library_facts(self._platform, item)
+            if info is not None:
+                infos[item.file.name] = info
+        return infos
+
+    def __enter__(self) -> LibraryReader:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _library_facts(platform: Platform, item: StagedFile) -> LibraryFacts | None:
+    try:
+        return platform.read_library(item.path) if platform.is_library_file(item.path) else None
+    except CheckError:
+        return None   # reported by _check_all under the source's name, not the staging path
+
+
 def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile],
-            origins: Mapping[str, str]) -> ResolvedRuntime:
-    """`origins` maps a source id to where it was read from, for the error message."""
-    infos = _library_infos(recipe.target, staged)
+            origins: Mapping[str, str], reader: LibraryReader | None = None
+            ) -> ResolvedRuntime:
+    """`origins` maps a source id to where it was read from, for the error message.
+    `reader`: where the libraries' facts were started as the files were staged."""
+    with contextlib.ExitStack() as own:
+        reader = reader or own.enter_context(LibraryReader(recipe.target))
+        infos = reader.infos(staged)
     found = _check_all(recipe, staged, infos)
     if found:
         where = ", ".join(sorted({origins[item.file.source] for item, _ in found}))
@@ -81,17 +127,6 @@ HINTS = {
     "unknown_import": "the source does not match the recipe: check you have the right "
                       "download, or add the DLL to the recipe",
 }
-
-
-def _library_infos(platform: Platform, staged: list[StagedFile]) -> dict[str, LibraryFacts]:
-    infos = {}
-    for item in staged:
-        try:
-            if platform.is_library_file(item.path):
-                infos[item.file.name] = platform.read_library(item.path)
-        except CheckError:
-            pass  # reported by _check_all under the source's name, not the staging path
-    return infos
 
 
 def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, LibraryFacts]
