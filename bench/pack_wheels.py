@@ -90,10 +90,13 @@ def warm(paths: list[Path]) -> None:
                 pass
 
 
-def time_pack(spec: Path, out: Path) -> tuple[float, dict]:
+def time_pack(spec: Path, out: Path, store: Path) -> tuple[float, dict]:
+    """A cold pack: an empty store of its own (never the user's), no earlier bundle."""
     shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(store, ignore_errors=True)
     spec.with_name(spec.name + ".lock").unlink(missing_ok=True)
-    env = {**os.environ, "BUNDLER_NO_PROGRESS": "1", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "BUNDLER_NO_PROGRESS": "1", "PYTHONPATH": str(REPO),
+           "BUNDLER_STORE": str(store)}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", _CHILD, "pack", str(spec), "--out", str(out)],
                           capture_output=True, text=True, env=env, check=False)
@@ -136,8 +139,10 @@ def main() -> None:
         warm(list(wheels.values()))
         packs, unzips, stats = [], [], {}
         for _ in range(args.runs):
+            os.sync()
             unzips.append(time_unzip(recipe, args.components, wheels, work / "unzipped"))
-            elapsed, stats = time_pack(spec, work / "bundle")
+            os.sync()
+            elapsed, stats = time_pack(spec, work / "bundle", work / "store")
             packs.append(elapsed)
         dll_bytes = sum(f.stat().st_size for f in (work / "bundle" / "cudnn").iterdir())
     pack_s, unzip_s = statistics.median(packs), statistics.median(unzips)

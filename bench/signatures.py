@@ -14,6 +14,7 @@ from the same warm page cache, and prints that time as a share of the pack's. Go
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -39,7 +40,10 @@ def one_run(wheels: Path, work: Path) -> tuple[float, float, int]:
     spec_path.write_text(f'[app]\nname = "bench"\npath = "app"\n[runtime]\nrecipe = "{RECIPE}"\n')
     sources = {sid: str(wheels / s.file_name) for sid, s in recipe.sources.items()}
     start = time.perf_counter()
-    result = pack(load_spec(spec_path), overrides=sources, update_lock=True, offline=True)
+    # A store of its own, empty: the user's would hold earlier verdicts and files.
+    environ = {**os.environ, "BUNDLER_STORE": str(work / "store")}
+    result = pack(load_spec(spec_path), overrides=sources, update_lock=True, offline=True,
+                  environ=environ)
     packed = time.perf_counter() - start
     root = result.out
     signed = [e for e in result.manifest.files if e.signature == SIGNATURE_VERIFIED]
