@@ -7,7 +7,6 @@ is a known Windows/driver DLL, and no DLL was built for another CUDA major.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -71,13 +70,10 @@ def _library_facts(platform: Platform, item: StagedFile) -> LibraryFacts | None:
 
 
 def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile],
-            origins: Mapping[str, str], reader: LibraryReader | None = None
-            ) -> ResolvedRuntime:
+            origins: Mapping[str, str], reader: LibraryReader) -> ResolvedRuntime:
     """`origins` maps a source id to where it was read from, for the error message.
     `reader`: where the libraries' facts were started as the files were staged."""
-    with contextlib.ExitStack() as own:
-        reader = reader or own.enter_context(LibraryReader(recipe.target))
-        infos = reader.infos(staged)
+    infos = reader.infos(staged)
     found = _check_all(recipe, staged, infos)
     if found:
         where = ", ".join(sorted({origins[item.file.source] for item, _ in found}))

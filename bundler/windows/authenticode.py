@@ -167,15 +167,11 @@ def check_signature(path: Path, trust: Trust,
             if not signatures:
                 return SignatureCheck(UNSIGNED, detail="no Authenticode signature")
             # Any one signature that passes is enough (a file may carry a nested SHA-1
-            # one): the first that passes, else the first one's failure.
-            first = _check_one(signed, signatures[0], trust, digests or {})
-            if first.ok:
-                return first
-            for sd in signatures[1:]:
-                found = _check_one(signed, sd, trust, digests or {})
-                if found.ok:
-                    return found
-            return first
+            # one): the first that passes, else the first one's failure. Lazily: the
+            # nested one is checked only when the first fails.
+            results = (_check_one(signed, sd, trust, digests or {}) for sd in signatures)
+            first = next(results)
+            return first if first.ok else next((r for r in results if r.ok), first)
     except OSError as exc:
         raise BundlerError(f"{path}: cannot read it ({exc.strerror})",
                            "check the file is there and readable") from None
