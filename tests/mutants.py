@@ -93,6 +93,16 @@ MUTANTS = (
     Mutant("no-system32-check", "doctor: the System32/VC++ presence check is off",
            BUNDLE_CHECKS, 'if dep.status == "system" and system and not '
            "_system_dll_present(dep.name, system):", "if False:", DOCTOR_TESTS),
+    Mutant("lock-pins-no-manifest", "verify --lock ignores the lock's manifest and entry pins",
+           "bundler/diagnose/verify.py", "    _check_locked_bundle(found, lock, report, hashes)\n",
+           "", ("tests/test_lock_bundle.py",)),
+    Mutant("lock-records-no-bundle", "the pack writes no manifest/entry pins into the lock",
+           "bundler/pack/pipeline.py", "components=[c.name for c in selection.components], "
+           "bundle=bundle)", "components=[c.name for c in selection.components])",
+           ("tests/test_lock_bundle.py",)),
+    Mutant("locked-lets-an-app-edit-by", "--locked writes a lock whose entry pin moved", LOCK,
+           "if changes or by_spec or outputs:", "if changes or by_spec:",
+           ("tests/test_lock_bundle.py",)),
     Mutant("lock-ignores-the-spec", "a spec change is refused like a changed input", LOCK,
            "refused = _input_changes(old, new, file_sources or {}) if by_spec else changes",
            "refused = changes", LOCK_TESTS),
@@ -250,6 +260,19 @@ MUTANTS = (
     Mutant("stage-one-lane", "sources are staged one at a time", "bundler/pack/stage.py",
            "ThreadPoolExecutor(lane_count(len(work))", "ThreadPoolExecutor(1",
            ("tests/test_stage_parallel.py",)),
+    Mutant("evict-chmods-shared-inode", "store eviction chmods the object (a bundle's link)",
+           "bundler/pack/store.py", "    try:\n        path.unlink()\n        return\n",
+           "    try:\n        path.chmod(0o600)\n        path.unlink()\n        return\n",
+           ("tests/test_store_upkeep.py",)),
+    Mutant("store-key-read-blocking", "the store key is opened with a plain open()",
+           "bundler/pack/store_seal.py", "with open_regular(path) as handle:",
+           "with open(path, 'rb') as handle:",
+           ("tests/test_store_upkeep.py::test_a_key_file_that_is_not_a_file_is_passed_over"
+            "_without_hanging",)),
+    Mutant("store-max-any-float", "BUNDLER_STORE_MAX is read with float()",
+           "bundler/pack/store_upkeep.py", "size = _SIZE.fullmatch(text)",
+           "size = _SIZE.fullmatch(text) or re.fullmatch(r'(?P<number>.*?)(?P<unit>)', text)",
+           ("tests/test_store_upkeep.py",)),
 )
 
 

@@ -280,11 +280,40 @@ def _make_read_only(path: Path) -> None:
 
 
 def remove_read_only(path: Path) -> None:
+    """Remove a store object without changing the file: it is the same inode as every
+    bundle's hard link to it, so a chmod here would change those bundles' files (made
+    unreadable to other users, and writable). Unlinking needs write permission on the
+    folder only; a folder made read-only is made writable for the unlink instead."""
     try:
+        path.unlink()
+        return
+    except FileNotFoundError:
+        return
+    except PermissionError:
+        pass
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
+        if os.name == "nt":
+            _remove_on_windows(path)
+        else:
+            folder = path.parent
+            folder.chmod(stat.S_IMODE(folder.stat().st_mode) | stat.S_IWUSR | stat.S_IXUSR)
+            path.unlink()
+
+
+def _remove_on_windows(path: Path) -> None:
+    """Windows refuses to delete a read-only file, and its read-only attribute belongs to
+    the file, so clearing it would make every bundle's link writable. A file no bundle
+    links is cleared and deleted; a linked one is moved aside to tmp/ (a rename keeps
+    the attribute), where removing debris deletes it once no bundle links it."""
+    if path.stat().st_nlink <= 1:
         path.chmod(stat.S_IWUSR | stat.S_IRUSR)
         path.unlink()
-    except OSError:
-        pass
+        return
+    aside = path.parents[2] / "tmp" / f"evicted-{path.name}"
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(path, aside)
 
 
 def _path_key(path: Path) -> str:

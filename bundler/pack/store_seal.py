@@ -22,11 +22,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bundler.errors import BundlerError
+from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular
 from bundler.support.user_dirs import user_config_dir
 
 KEY_VARIABLE = "BUNDLER_STORE_KEY"
 KEY_FILE = "store-key"
 _KEY_BYTES = 32
+_MAX_KEY_FILE_BYTES = 4096   # a key is 64 hex digits; room for a longer one and spaces
 
 
 class StoreKeyError(BundlerError):
@@ -50,7 +52,10 @@ def _key_file(path: Path) -> bytes:
     try:
         return _read_key(path)
     except FileNotFoundError:
-        pass
+        if path.is_symlink():   # dangling: creating through it would write elsewhere
+            raise StoreKeyError(f"{path}: the runtime store's key is a link to nothing",
+                                f"delete it (a new one is made), or set ${KEY_VARIABLE}"
+                                ) from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -65,14 +70,21 @@ def _key_file(path: Path) -> bytes:
 
 
 def _read_key(path: Path) -> bytes:
+    # Opened without blocking and read bounded: a named pipe or a link to /dev/zero put
+    # where the key should be must not hang every pack, nor fill the memory.
     try:
-        text = path.read_text(encoding="ascii", errors="replace").strip()
+        with open_regular(path) as handle:
+            text = handle.read(_MAX_KEY_FILE_BYTES + 1).decode("ascii", "replace").strip()
     except FileNotFoundError:
         raise   # the caller makes the key
+    except NotARegularFile:
+        raise StoreKeyError(f"{path}: the runtime store's key is {NOT_REGULAR}",
+                            f"delete it (a new one is made), or set ${KEY_VARIABLE}"
+                            ) from None
     except OSError as exc:
         raise StoreKeyError(f"{path}: cannot read the runtime store's key ({exc.strerror})",
                             f"fix its permissions, or set ${KEY_VARIABLE}") from None
-    key = _key_bytes(text)
+    key = _key_bytes(text) if len(text) <= _MAX_KEY_FILE_BYTES else b""
     if not key:
         raise StoreKeyError(f"{path}: not a runtime store key",
                             "delete it (a new one is made; the store's records are then "

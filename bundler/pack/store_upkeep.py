@@ -3,6 +3,7 @@ a pack enforces (least recently used first), and the debris of killed packs."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Mapping
@@ -16,6 +17,8 @@ from bundler.pack.store import Store, StoreError, remove_read_only
 DEFAULT_MAX = "20G"
 MAX_VARIABLE = "BUNDLER_STORE_MAX"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"(?P<number>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<unit>[KMGT]?)")
+_MAX_DIGITS = 24   # a yottabyte: more is a typo, and would overflow float()
 # A file in tmp/ older than this is debris of a pack that was killed, not one running.
 DEBRIS_AGE = 15 * 60
 
@@ -24,15 +27,13 @@ def size_cap(environ: Mapping[str, str]) -> int:
     """$BUNDLER_STORE_MAX in bytes ("20G", "500M", "0" for no cap); StoreError if it is
     not a size."""
     text = (environ.get(MAX_VARIABLE) or DEFAULT_MAX).strip().upper().removesuffix("B")
-    number, unit = text[:-1] if text[-1:] in _UNITS else text, text[-1:] \
-        if text[-1:] in _UNITS else ""
-    try:
-        value = float(number) * _UNITS[unit]
-    except ValueError:
+    # Digits only: float() would also take "inf", "nan" and "1e400", which no int holds.
+    size = _SIZE.fullmatch(text)
+    if size is None or len(size["number"]) > _MAX_DIGITS:
         raise StoreError(f"{MAX_VARIABLE}={environ.get(MAX_VARIABLE)!r} is not a size",
                          f"give bytes with an optional K, M, G or T: e.g. {DEFAULT_MAX}, "
-                         "or 0 for no cap") from None
-    return int(value)
+                         "or 0 for no cap")
+    return int(float(size["number"]) * _UNITS[size["unit"]])
 
 
 def trim(store: Store, cap: int, keep: frozenset[str]) -> list[str]:
@@ -124,8 +125,10 @@ def prune(store: Store) -> StoreReport:
             entry.unlink(missing_ok=True)
     _drop_orphan_records(store)
     for leftover in debris(store):
-        shutil.rmtree(leftover, ignore_errors=True)
-        leftover.unlink(missing_ok=True)
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            remove_read_only(leftover)   # an object moved aside may still be a bundle's
     return replace(report, removed=True)
 
 
