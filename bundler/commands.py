@@ -229,6 +229,10 @@ def _print_verify(report: VerifyReport) -> None:
         for item in items:
             print(f"{label}: {item}")
     against = f" and {report.lock}" if report.lock else ""
+    if report.lock:   # say what the lock covered: an older lock pins no manifest
+        against += (f" (which also pins {' and '.join(report.lock_pins)})" if report.lock_pins
+                    else " (which pins the runtime files only: pack again to pin the "
+                         "manifest and entry script too)")
     if report.ok:
         signed = f", {report.signed} signatures valid" if report.signed else ""
         print(f"ok: {report.checked} files match {report.manifest}{signed}{against}")

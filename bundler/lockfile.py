@@ -3,7 +3,13 @@ inputs against it) and by `bundler verify --lock` (a bundle against it).
 
 Format 2 adds what the lock was made from (the spec's tables, the components), so a
 later pack can tell a spec change (the lock follows it) from a changed input (refused).
-A format-1 lock is still read: it lacks that record, so it is treated as before."""
+A format-1 lock is still read: it lacks that record, so it is treated as before.
+
+`bundle` (optional in format 2; absent in locks written before it) pins what the
+bootstrap obeys beyond the runtime files: the manifest as a whole (load order, versions,
+driver minimums, the bootstrap's hash) and the entry script that loads the bootstrap, by
+their paths below the bundle's root. It is what the pack wrote, not an input: a pack
+follows it (refused only under --locked) and `verify --lock` checks it."""
 
 from __future__ import annotations
 
@@ -29,6 +35,9 @@ class Lock:
     # None in a format-1 lock, which did not record them.
     spec: dict[str, dict] | None = None
     components: list[str] | None = None
+    # Path below the bundle's root -> sha256 of the manifest and the entry script; None
+    # in a lock written before it was recorded.
+    bundle: dict[str, str] | None = None
 
     def to_bytes(self) -> bytes:
         return json_bytes({key: value for key, value in asdict(self).items()
@@ -47,7 +56,8 @@ def read_lock(path: Path) -> Lock | None:
                             "pack with --update-lock to rewrite the lock")
         # Without the record (format 1) a pack treats every difference as before.
         lock = Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
-                    format=found, spec=data.get("spec"), components=data.get("components"))
+                    format=found, spec=data.get("spec"), components=data.get("components"),
+                    bundle=data.get("bundle"))
         _check_shapes(lock)
         return lock
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -67,3 +77,7 @@ def _check_shapes(lock: Lock) -> None:
     if lock.components is not None and not (isinstance(lock.components, list) and all(
             isinstance(name, str) for name in lock.components)):
         raise TypeError("components must be a list of names")
+    if lock.bundle is not None and not (isinstance(lock.bundle, dict) and all(
+            isinstance(path, str) and isinstance(sha256, str)
+            for path, sha256 in lock.bundle.items())):
+        raise TypeError("bundle must be a table of paths and sha256s")

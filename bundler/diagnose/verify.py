@@ -42,6 +42,9 @@ class VerifyReport:
     lock: str = ""
     signatures: list[str] = field(default_factory=list)   # "relpath: what is wrong"
     signed: int = 0   # files whose signature was checked again
+    # What the lock pins beyond the runtime files (the manifest, the entry script); []
+    # for a lock written before it recorded them
+    lock_pins: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -60,7 +63,7 @@ class VerifyReport:
                 "checked": self.checked, "signed": self.signed, "missing": self.missing,
                 "changed": self.changed, "unexpected": self.unexpected,
                 "not_as_locked": self.not_as_locked, "lock": self.lock,
-                "signatures": self.signatures}
+                "lock_pins": self.lock_pins, "signatures": self.signatures}
 
 
 ADDED_HINT = ("remove what pack did not put in the runtime folder, or re-run `bundler pack` "
@@ -213,6 +216,32 @@ def _check_lock(found: FoundManifest, lock: Lock, report: VerifyReport,
             report.not_as_locked.append(f"{relpath} (its sha256 differs from the lock)")
     report.not_as_locked += [f"{relpath} (in the manifest, not in the lock)"
                              for relpath in sorted(listed - set(lock.files))]
+    _check_locked_bundle(found, lock, report, hashes)
+
+
+# Why a pinned file the bootstrap obeys differs, by what it is.
+_EDITED = {"manifest": "the manifest was edited after packing: its load order, versions, "
+                       "driver minimums or bootstrap hash may not be what pack wrote",
+           "entry": "the entry script was edited after packing: code above the bootstrap "
+                    "lines could load another cuDNN first"}
+
+
+def _check_locked_bundle(found: FoundManifest, lock: Lock, report: VerifyReport,
+                         hashes: dict[str, str]) -> None:
+    """The manifest as a whole and the entry script, against the lock's `bundle` record:
+    the manifest's own hashes cannot vouch for it, and verify's entry check only looks
+    for the bootstrap lines, not for what was added above them."""
+    for relpath, sha256 in sorted((lock.bundle or {}).items()):
+        report.lock_pins.append(relpath)
+        path = found.root / relpath
+        what = "manifest" if path == found.path else "entry"
+        if not is_inside_relative(relpath) or not path.exists():
+            report.not_as_locked.append(f"{relpath} (in the lock, not in the bundle)")
+        elif not path.is_file():
+            report.not_as_locked.append(f"{relpath} ({NOT_REGULAR})")
+        elif _hash(path, relpath, hashes) != sha256:
+            report.not_as_locked.append(f"{relpath} (its sha256 differs from the lock: "
+                                        f"{_EDITED[what]})")
 
 
 def _signature_problem(path: Path, entry: FileEntry) -> str:

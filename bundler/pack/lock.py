@@ -17,8 +17,8 @@ from bundler.errors import LockError
 from bundler.lockfile import LOCK_FORMAT, Lock, read_lock
 from bundler.support.hashing import sha256_file
 
-__all__ = ["LOCK_FORMAT", "Lock", "LockPolicy", "Settled", "check_lock", "differences",
-           "read_lock", "spec_changes", "spec_record"]
+__all__ = ["LOCK_FORMAT", "Lock", "LockPolicy", "Settled", "bundle_changes", "bundle_record",
+           "check_lock", "differences", "read_lock", "spec_changes", "spec_record"]
 
 # follow: the lock follows the spec; update: --update-lock; locked: --locked.
 LockPolicy = Literal["follow", "update", "locked"]
@@ -48,6 +48,28 @@ def differences(old: Lock, new: Lock) -> list[str]:
     changes += _dict_changes("source", old.sources, new.sources)
     changes += _dict_changes("file", old.files, new.files)
     return changes
+
+
+def bundle_changes(old: Lock, new: Lock) -> list[str]:
+    """What the pack wrote that the bootstrap obeys (the manifest, the entry script),
+    changed since the old lock. An output, not an input: a pack follows it, --locked
+    refuses it. A lock that did not record it gains the record (said once)."""
+    if new.bundle is None:
+        return []
+    if old.bundle is None:
+        return ["the manifest and entry script pinned"] if new.bundle else []
+    return _dict_changes("bundle", old.bundle, new.bundle)
+
+
+def bundle_record(root: Path, manifest: Path, entry: str) -> dict[str, str]:
+    """The lock's `bundle`: the manifest (load order, versions, driver minimums, the
+    bootstrap's sha256) and the entry script carrying the bootstrap lines, by their paths
+    below the bundle's root (`entry`: "" for an app without one)."""
+    record = {manifest.relative_to(root).as_posix():
+              sha256_file(manifest, f"hashing {manifest.name}")}
+    if entry:
+        record[entry] = sha256_file(root / entry, f"hashing {entry}")
+    return record
 
 
 def spec_record(tables: Mapping[str, Mapping], requirements: Path | None) -> dict[str, dict]:
@@ -108,10 +130,12 @@ def check_lock(path: Path, new: Lock, policy: LockPolicy,
                             "pack once without --locked and commit the lock it writes")
         return Settled(new.to_bytes())
     changes, by_spec = differences(old, new), spec_changes(old, new)
+    # A lock without the record is left as it was under --locked (like a format-1 one).
+    outputs = bundle_changes(old, new) if old.bundle is not None else []
     if policy == "locked":
-        if changes or by_spec:
+        if changes or by_spec or outputs:
             raise LockError(f"{path}: --locked, but the lock would change: "
-                            f"{_listed(by_spec + changes)}",
+                            f"{_listed(by_spec + changes + outputs)}",
                             "pack without --locked to update the lock, and commit it")
         return Settled(path.read_bytes())   # left byte for byte, even a format-1 lock
     refused = _input_changes(old, new, file_sources or {}) if by_spec else changes
@@ -122,7 +146,8 @@ def check_lock(path: Path, new: Lock, policy: LockPolicy,
         raise LockError(f"{path}: the inputs differ from the lock{why}: {_listed(refused)}",
                         "if the change is intended, pack again with --update-lock")
     upgraded = [f"format {old.format} -> {new.format}"] if old.format != new.format else []
-    return Settled(new.to_bytes(), _summary(by_spec + changes + upgraded))
+    return Settled(new.to_bytes(),
+                   _summary(by_spec + changes + bundle_changes(old, new) + upgraded))
 
 
 def _updated(path: Path, new: Lock) -> tuple[str, ...]:
@@ -130,7 +155,8 @@ def _updated(path: Path, new: Lock) -> tuple[str, ...]:
         old = read_lock(path)
     except LockError:
         return ("a damaged lock replaced",)
-    return _summary(differences(old, new) + spec_changes(old, new)) if old else ()
+    return _summary(differences(old, new) + spec_changes(old, new)
+                    + bundle_changes(old, new)) if old else ()
 
 
 def _summary(changes: list[str]) -> tuple[str, ...]:

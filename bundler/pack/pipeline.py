@@ -21,7 +21,7 @@ from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.builders.folder import check_entry
 from bundler.pack.emit import build_manifest, built_files
-from bundler.pack.lock import Lock, LockPolicy, check_lock, read_lock, spec_record
+from bundler.pack.lock import Lock, LockPolicy, bundle_record, check_lock, read_lock, spec_record
 from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
 from bundler.pack.resolve import LibraryReader, ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
@@ -119,7 +119,9 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                                       spec.require_driver, built_files(app_root, built.made))
             write_manifest(runtime_dir / MANIFEST_NAME, manifest)
             identities = _identities(sources, staged, reuse.identities)
-            lock = _lock(spec, recipe, selection, sources, staged, identities)
+            lock = _lock(spec, recipe, selection, sources, staged, identities,
+                         bundle_record(app_root, runtime_dir / MANIFEST_NAME,
+                                       manifest.bootstrap.entry))
             settled = check_lock(spec.lock_path, lock, policy,
                                  {item.relpath: item.file.source for item in staged})
             if store is not None:
@@ -271,11 +273,12 @@ def _identities(sources: Mapping[str, Source], staged: list[StagedFile],
 
 
 def _lock(spec: Spec, recipe: Recipe, selection: Selection, sources: Mapping[str, Source],
-          staged: list[StagedFile], identities: Mapping[str, str]) -> Lock:
+          staged: list[StagedFile], identities: Mapping[str, str],
+          bundle: dict[str, str]) -> Lock:
     return Lock(
         recipe={"name": recipe.name, "sha256": recipe.sha256},
         sources={sid: {"kind": s.spec.kind, "sha256": identities[sid]}
                  for sid, s in sorted(sources.items())},
         files={item.relpath: item.sha256 for item in staged},
         spec=spec_record(spec.tables, spec.requirements),
-        components=[c.name for c in selection.components])
+        components=[c.name for c in selection.components], bundle=bundle)
