@@ -67,6 +67,8 @@ def _pack_summary(result: PackResult) -> dict:
             "runtime_origin": asdict(result.origin), "inputs_trusted": dict(result.trust),
             "skipped_from_app": [asdict(item) for item in result.skipped],
             "not_provided": [asdict(item) for item in result.unprovided],
+            "environment": result.environment,
+            "left_out_wheels": [asdict(item) for item in result.left_out_wheels],
             "warnings": list(result.warnings), "lock_changes": list(result.lock_changes),
             "zip": str(result.zip_path) if result.zip_path else None}
 
@@ -88,6 +90,12 @@ def _print_pack(result: PackResult) -> None:
     if len(result.unprovided) > _SKIPPED_SHOWN:
         print(f"  not provided: what {len(result.unprovided) - _SKIPPED_SHOWN} more files "
               "import (--json lists them all)")
+    if result.environment and not result.environment.startswith("none"):
+        print(f"  environment examined for second copies: {result.environment}")
+    for wheel in result.left_out_wheels:   # the bundle provides these (pack/one_copy.py)
+        what = "left out" if wheel.whole else f"{', '.join(wheel.libraries)} left out"
+        print(f"  {wheel.distribution} {wheel.version}: {what} of the app; the bundle "
+              f"provides {', '.join(wheel.libraries)}, so the process maps one copy")
     for entry in manifest.files:
         print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
               f"{_signature_note(entry)})")

@@ -53,6 +53,8 @@ class OSFacts:
     # (distribution, how it opens NVIDIA's libraries): "absolute" (by absolute path from
     # site-packages/nvidia/*/lib) or "preload" (an API the app calls); doctor's rows.
     framework_opens: tuple[tuple[str, str], ...] = ()
+    # (distribution, the module an app imports to use it): "jax" for jax-cuda13-pjrt.
+    framework_imports: tuple[tuple[str, str], ...] = ()
 
     def key(self, name: str) -> str:
         return name.lower() if self.case_insensitive else name
@@ -126,6 +128,9 @@ def parse_os_facts(data: dict, path: Path, *, case_insensitive: bool, library_na
     opens = top.table("framework_opens", required=False)
     framework_opens = tuple((name, opens.take(name, str)) for name in opens.names())
     opens.done()
+    imports = top.table("framework_imports", required=False)
+    framework_imports = tuple((name, imports.take(name, str)) for name in imports.names())
+    imports.done()
     facts = OSFacts(
         system=names["system"], vc_runtime=names["vc_runtime"],
         cuda_library=re.compile(library_name.format(prefixes=prefixes)),
@@ -136,6 +141,6 @@ def parse_os_facts(data: dict, path: Path, *, case_insensitive: bool, library_na
         api_sets=names["api_sets"],
         dll_search_order=tuple(top.take_str_list("dll_search_order")),
         library_majors=library_majors, case_insensitive=case_insensitive,
-        framework_opens=framework_opens)
+        framework_opens=framework_opens, framework_imports=framework_imports)
     top.done()
     return facts

@@ -13,9 +13,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bundler.app_environment import Environment
 from bundler.errors import CheckError, SpecError
 from bundler.library_imports import MISSING, resolve_import
 from bundler.pack.app_scan import AppScan, Need
+from bundler.pack.one_copy import refuse_second_copies
 from bundler.recipe import Component, Recipe, families_dir, shipped_recipes
 from bundler.releases.render import release_shipping
 from bundler.support.suggest import listing
@@ -39,13 +41,15 @@ class Selection:
     components: list[Component]
     reasons: dict[str, list[str]]   # component -> why the app scan brought it in
     unprovided: tuple[Unprovided, ...] = ()
+    environment: str = ""   # the Python environment examined for second copies
 
 
 def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str],
-                   needs: Sequence[Need], scan: AppScan | None, allow_app_copies: bool
-                   ) -> Selection:
+                   needs: Sequence[Need], scan: AppScan | None, allow_app_copies: bool,
+                   environment: Environment | None = None) -> Selection:
     """`explicit`: [runtime] components (may be empty: the default ones); `extra`:
-    [scan] components, added on top; `needs`: the scan's plus the spec's named DLLs."""
+    [scan] components, added on top; `needs`: the scan's plus the spec's named DLLs;
+    `environment`: the app's Python environment (pack/one_copy.py)."""
     shipped = scan.shipped if scan is not None else {}
     base = [c.name for c in recipe.select(list(explicit) or None)] + list(extra)
     reasons: dict[str, list[str]] = {}
@@ -64,9 +68,12 @@ def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str]
         raise _left_out_error(recipe, explicit, reasons)
     components = recipe.select(base + list(reasons))
     if not allow_app_copies:
+        if environment is not None:   # first: it names the framework and the fix
+            refuse_second_copies(environment, recipe, components)
         _refuse_app_copies(recipe, components, shipped, scan)
     return Selection(components, {c: r for c, r in reasons.items()},
-                     _unprovided(recipe, scan) if scan is not None else ())
+                     _unprovided(recipe, scan) if scan is not None else (),
+                     environment.described if environment is not None else "")
 
 
 # The app's Python brings these (a folder app's interpreter; a frozen or embedded-python

@@ -21,6 +21,7 @@ from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.builders.folder import check_entry
 from bundler.pack.emit import build_manifest, built_files
+from bundler.pack.one_copy import LeftOutWheel, examine
 from bundler.pack.lock import Lock, LockPolicy, bundle_record, check_lock, read_lock, spec_record
 from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
 from bundler.pack.resolve import LibraryReader, ResolvedRuntime, resolve
@@ -64,6 +65,8 @@ class PackResult:
     zip_path: Path | None = None   # --zip: the bundle as one deterministic zip
     # libraries app files import that neither the bundle nor the OS provides
     unprovided: tuple[Unprovided, ...] = ()
+    environment: str = ""   # the app's Python environment, examined for second copies
+    left_out_wheels: tuple[LeftOutWheel, ...] = ()   # nvidia-* wheels the bundle replaces
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
@@ -90,8 +93,9 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     warnings: list[str] = []
     store = _store_or_none(environ, warnings)
 
-    def select_and_open(bundle: Path, skip: str) -> tuple[Selection, dict[str, Source]]:
-        selection = _select(spec, recipe, bundle, skip)
+    def select_and_open(bundle: Path, skip: str, left_out: tuple[LeftOutWheel, ...] = ()
+                        ) -> tuple[Selection, dict[str, Source]]:
+        selection = _select(spec, recipe, bundle, skip, left_out)
         takes = _members_by_source(recipe.files_for(selection.components))
         return selection, open_sources(recipe, takes, given, spec.folder, environ,
                                        offline=offline)
@@ -109,7 +113,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             app_root, bootstrap = built.root, built.bootstrap
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
-                selection, sources = select_and_open(staging.folder, runtime.as_posix())
+                selection, sources = select_and_open(staging.folder, runtime.as_posix(),
+                                                     built.left_out)
             runtime_dir = app_root / spec.runtime_dir
             made = _make_runtime(spec, recipe, selection, sources, store, previous,
                                  runtime_dir, copy)
@@ -149,7 +154,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
                       reasons=selection.reasons, trust=trust, skipped=built.skipped,
                       warnings=tuple(warnings), lock_changes=settled.changes,
-                      zip_path=zip_path, unprovided=selection.unprovided)
+                      zip_path=zip_path, unprovided=selection.unprovided,
+                      environment=selection.environment, left_out_wheels=built.left_out)
 
 
 def _lock_policy(update_lock: bool, locked: bool) -> LockPolicy:
@@ -223,16 +229,21 @@ def _make_runtime(spec: Spec, recipe: Recipe, selection: Selection,
     return _Runtime(staged, reuse, resolved)
 
 
-def _select(spec: Spec, recipe: Recipe, app: Path, skip: str) -> Selection:
+def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,
+            left_out: tuple[LeftOutWheel, ...] = ()) -> Selection:
     """The components: the spec's (or the default ones), plus what the app scan finds
-    the app needs, plus the spec's [scan] extras. `skip`: a folder of `app` left out."""
+    the app needs, plus the spec's [scan] extras, plus what stands in for the nvidia-*
+    wheels the builder left out. `skip`: a folder of `app` left out."""
     scan = None
     needs = [Need(dll, f"{spec.path.name} [scan] dlls", "named in") for dll in spec.scan.dlls]
+    needs += [Need(dll, f"{w.distribution} {w.version}, left out of the app", "in place of")
+              for w in left_out for dll in w.libraries]
     if spec.scan.enabled and app.is_dir():
         scan = scan_app(app, skip, recipe.target)
         needs = list(scan.needs) + needs
+    environment = examine(spec, recipe, app, skip) if app.is_dir() else None
     return select_for_app(recipe, spec.components, spec.scan.components, needs, scan,
-                          spec.scan.allow_app_copies)
+                          spec.scan.allow_app_copies, environment)
 
 
 def _skip(target: Path, app: Path) -> str:

@@ -32,6 +32,8 @@ class ScanSettings:
     dlls: tuple[str, ...] = ()          # DLLs the app loads that no scan can see
     components: tuple[str, ...] = ()    # components to add on top of the selection
     allow_app_copies: bool = False      # pack even if the app ships its own cuDNN (torch)
+    # or its environment holds nvidia-* wheels a framework loads by path
+    environment: str = ""               # the site-packages of the app's outside Python
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,8 @@ def _scan(table: Table) -> ScanSettings:
         enabled=table.take("enabled", bool, True),
         dlls=tuple(table.take_str_list("dlls", [])),
         components=tuple(table.take_str_list("components", [])),
-        allow_app_copies=table.take("allow_app_copies", bool, False))
+        allow_app_copies=table.take("allow_app_copies", bool, False),
+        environment=table.take("environment", str, ""))
     table.done()
     return settings
 

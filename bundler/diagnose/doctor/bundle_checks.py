@@ -28,6 +28,7 @@ from bundler.diagnose.doctor.host import (
     search_folders,
     system_folders,
 )
+from bundler.diagnose.doctor.bundle_environment import environment_findings
 from bundler.diagnose.doctor.linux_bundle import linux_load_findings
 from bundler.diagnose.inspection import Dependency, InspectedLibrary, dll_facts
 from bundler.diagnose.verify import ADDED_HINT, VerifyReport, repair_hint, verify
@@ -98,7 +99,8 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     placed += place(find_copies(folders, left_out)) if left_out else []
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report)
-                + _glibc_findings(report, glibc))
+                + _glibc_findings(report, glibc)
+                + environment_findings(target, found.root, manifest))
     if linux:
         findings += linux_load_findings(target, found.root, manifest.load_order, environ)
     return replace(report, findings=tuple(findings))

