@@ -273,6 +273,18 @@ MUTANTS = (
            "bundler/pack/store_upkeep.py", "size = _SIZE.fullmatch(text)",
            "size = _SIZE.fullmatch(text) or re.fullmatch(r'(?P<number>.*?)(?P<unit>)', text)",
            ("tests/test_store_upkeep.py",)),
+    Mutant("installed-runtime-any-cuda", "a site-packages CUDA runtime of another major is "
+           "taken", "bundler/releases/runtime_inputs.py",
+           'if normalize(package).startswith(_CUDA_RUNTIME) and version.split(".")[0] != major:',
+           "if False:", ("tests/test_runtime_inputs_hostile.py",)),
+    Mutant("dist-info-any-version", "a dist-info's version is not checked",
+           "bundler/releases/runtime_inputs.py", "if not _VERSION.fullmatch(version):",
+           "if False:", ("tests/test_runtime_inputs_hostile.py",)),
+    Mutant("version-json-read-whole", "a toolkit's version.json is read with read_text()",
+           "bundler/releases/runtime_inputs.py",
+           "data = read_json(path, _MAX_VERSION_FILE_BYTES, SourceError, hint,",
+           "data = __import__('json').loads(path.read_text()) or (path, hint,",
+           ("tests/test_runtime_inputs_hostile.py",)),
 )
 
 

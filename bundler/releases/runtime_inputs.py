@@ -14,7 +14,8 @@ other files, in its own [sources] table, without writing a recipe:
   names (the same ABI); its members are read from its zip directory.
 - `cudart = "/usr/lib/python3/site-packages"` (a folder for a wheel's id): the
   site-packages pip installed that companion into (or an unpacked wheel); its
-  `<package>-<version>.dist-info` says which release it is, and its files are read as a
+  `<package>-<version>.dist-info` says which release it is (a version; for the CUDA
+  runtime, of the release's CUDA major, as for a toolkit), and its files are read as a
   folder (Linux apps whose Python already has NVIDIA's wheels).
 
 Files given this way have no catalogue pin and no FileVersion bundler could know in
@@ -24,7 +25,7 @@ pack, and the lock pins it from then on, as for any unpinned input.
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from typing import Any
 from bundler.errors import SourceError
 from bundler.platforms import platform_for_wheel_tag, windows
 from bundler.releases.families import RuntimeSet
+from bundler.support.json_files import read_json
+from bundler.support.regular_files import open_regular
 from bundler.support.wheel_names import normalize
 from bundler.support.zip_reader import ZipArchive
 
@@ -44,6 +47,8 @@ _CUDA_RUNTIME = "nvidia_cuda_runtime"   # the package of libcudart (normalized n
 # NVRTC's builtins DLL is named after the CUDA minor (nvrtc-builtins64_129.dll for 12.9):
 # a toolkit of another minor has its own.
 _PER_MINOR = re.compile(r"^(nvrtc-builtins64_)\d+(\.dll)$", re.IGNORECASE)
+_VERSION = re.compile(r"[0-9]{1,6}(\.[0-9]{1,9}){1,4}")   # 12.6.2, 11.8.89, 9.19.0.56
+_MAX_VERSION_FILE_BYTES = 1 << 20   # NVIDIA's version.json is about 4 KB
 _WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-[^-]+-[^-]+-(?P<plat>[^-]+)"
                          r"\.whl$")
 
@@ -166,24 +171,30 @@ def toolkit_version(folder: Path) -> str:
     version.json from CUDA 11.1 on ({"cuda": {"version": "12.6.2"}, ...}), version.txt
     before ("CUDA Version 11.0.221")."""
     path = folder / "version.json"
-    if not path.is_file() and (folder / "version.txt").is_file():
-        return _version_txt(folder / "version.txt")
-    try:
-        version = json.loads(path.read_text(encoding="utf-8"))["cuda"]["version"]
-    except FileNotFoundError:
+    if not os.path.lexists(path):
+        if os.path.lexists(folder / "version.txt"):
+            return _version_txt(folder / "version.txt")
         raise SourceError(f"{folder}: no version.json or version.txt, so not a CUDA "
                           "toolkit's root folder",
                           "give the folder that holds bin/ and version.json, e.g. "
-                          "C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v12.6") from None
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise SourceError(f"{path}: cannot read the CUDA version from it ({error})",
-                          'it should hold {"cuda": {"version": "12.6.2", ...}}') from None
+                          "C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v12.6")
+    # Read as any JSON bundler did not write: a regular file (a named pipe there would
+    # hang the pack, a link to /dev/zero fill the memory), bounded, nesting refused.
+    hint = 'it should hold {"cuda": {"version": "12.6.2", ...}}'
+    data = read_json(path, _MAX_VERSION_FILE_BYTES, SourceError, hint,
+                     "not the JSON NVIDIA's installer writes")
+    try:
+        version = data["cuda"]["version"]
+    except (KeyError, TypeError, IndexError):
+        raise SourceError(f"{path}: cannot read the CUDA version from it (no cuda.version)",
+                          hint) from None
     return _checked_version(version, path)
 
 
 def _version_txt(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open_regular(path) as handle:
+            text = handle.read(_MAX_VERSION_FILE_BYTES).decode("utf-8", "replace")
     except OSError as error:
         raise SourceError(f"{path}: cannot read it ({error.strerror})",
                           "give an unmodified CUDA toolkit folder") from None
@@ -192,8 +203,9 @@ def _version_txt(path: Path) -> str:
 
 
 def _checked_version(version: object, path: Path) -> str:
-    if not isinstance(version, str) or not re.fullmatch(r"\d+\.\d+(\.\d+)*", version):
-        raise SourceError(f"{path}: the CUDA version is {version!r}, not a version",
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        shown = repr(version) if len(repr(version)) <= 40 else repr(version)[:40] + "..."
+        raise SourceError(f"{path}: the CUDA version is {shown}, not a version",
                           "give an unmodified CUDA toolkit folder")
     return version
 
@@ -299,7 +311,7 @@ def _with_installed(tables: RuntimeTables, sid: str, folder: Path) -> RuntimeTab
                           f"there; found {', '.join(infos) or 'no ' + package + '-*.dist-info'}",
                           f"give the site-packages folder pip installed {pinned['package']} "
                           "into (one release of it), or its wheel")
-    version = infos[0].removesuffix(".dist-info").split("-")[1]
+    version = _installed_version(folder / infos[0], tables, pinned["package"])
     moved = {m: _installed_member(m, infos[0]) for m in pinned["contents"]}
     source = {"kind": "folder", "contents": [moved[m] for m in pinned["contents"]]}
     dlls = {_basename(m) for m in pinned["contents"] if ".dist-info/" not in m}
@@ -314,6 +326,28 @@ def _with_installed(tables: RuntimeTables, sid: str, folder: Path) -> RuntimeTab
         else tables.cuda
     return RuntimeTables(cuda, {**tables.sources, sid: source}, tables.components,
                          {k: v for k, v in files.items() if v}, licences, given=given)
+
+
+def _installed_version(dist_info: Path, tables: RuntimeTables, package: str) -> str:
+    """The release a `<package>-<version>.dist-info` folder names, checked: a version
+    (not "" or "abc"), and for the CUDA runtime one of the release's CUDA major — its
+    release becomes the bundle's CUDA and driver minimum, so a CUDA 11.8 runtime under a
+    CUDA 12 release must be refused as a CUDA 11.8 toolkit is."""
+    version = dist_info.name.removesuffix(".dist-info").partition("-")[2]
+    if not _VERSION.fullmatch(version):
+        raise SourceError(f"{dist_info}: names no release (a folder pip writes is "
+                          f"<package>-<version>.dist-info, e.g. {normalize(package)}"
+                          "-12.4.127.dist-info)",
+                          "give the site-packages folder pip installed the wheel into, "
+                          "unchanged, or the wheel itself")
+    major = tables.cuda.split(".")[0]
+    if normalize(package).startswith(_CUDA_RUNTIME) and version.split(".")[0] != major:
+        raise SourceError(f"{dist_info.parent}: holds the CUDA {version} runtime, but the "
+                          f"release is built for CUDA {major}",
+                          f"install a CUDA {major}.x runtime there (pip install "
+                          f"{package}), or name the release for CUDA "
+                          f"{version.split('.')[0]}")
+    return version
 
 
 def _installed_member(member: str, dist_info: str) -> str:
