@@ -18,11 +18,13 @@ from bundler.manifest import (
     INJECT_MARKER,
     BootstrapEntry,
     BuiltFile,
+    InputTrust,
     Manifest,
     RecipeRef,
     Versions,
 )
 from bundler.pack.resolve import ResolvedRuntime
+from bundler.platforms import Platform
 from bundler.recipe import Recipe
 from bundler.support.hashing import sha256_file
 
@@ -57,14 +59,35 @@ def fill_template(package: str, resource: str, line: str, replacement: str) -> s
     return text.replace(line, replacement, 1)
 
 
-def bootstrap_text(runtime_dir: str) -> str:
-    """The bootstrap's source with the app's runtime folder filled in."""
-    return fill_template("bundler.runtime", "bootstrap.py", 'RUNTIME_DIR = "cudnn"',
+def bootstrap_text(runtime_dir: str, platform: Platform) -> str:
+    """The one bootstrap file shipped for `platform`: the shared part with the app's
+    runtime folder filled in and that platform's loader in place of the lines that
+    import the loaders (docs/bootstrap.md). It imports nothing but the standard library."""
+    text = fill_template("bundler.runtime", "bootstrap.py", 'RUNTIME_DIR = "cudnn"',
                          f"RUNTIME_DIR = {json.dumps(runtime_dir)}")
+    loader = f"bootstrap_{platform.os_name.lower()}.py"
+    try:
+        loader_text = resources.files("bundler.runtime").joinpath(loader).read_text("utf-8")
+    except FileNotFoundError:
+        raise BuildError(f"bundler has no bootstrap loader for {platform.os_name}",
+                         "pack for a platform bundler knows, or reinstall bundler") from None
+    loader_text = _cut(loader_text, "# >>> not shipped", "# <<< not shipped", loader)
+    return _cut(text, "# >>> the loaders", "# <<< the loaders", "bootstrap.py",
+                loader_text.strip("\n") + "\n")
 
 
-def write_bootstrap(path: Path, runtime_dir: str) -> str:
-    data = bootstrap_text(runtime_dir).encode("utf-8")
+def _cut(text: str, start: str, end: str, name: str, put: str = "") -> str:
+    """`text` with the lines from the one starting `start` to the one starting `end`
+    replaced by `put`."""
+    begin, finish = text.find("\n" + start), text.find("\n" + end)
+    if begin < 0 or finish < begin:  # a real check: asserts vanish under python -O
+        raise BuildError(f"bundler's {name} has no lines {start!r} .. {end!r}",
+                         "this bundler installation is damaged or modified: reinstall it")
+    return text[:begin + 1] + put + text[text.index("\n", finish + 1) + 1:]
+
+
+def write_bootstrap(path: Path, runtime_dir: str, platform: Platform) -> str:
+    data = bootstrap_text(runtime_dir, platform).encode("utf-8")
     path.write_bytes(data)
     return hashlib.sha256(data).hexdigest()
 
@@ -151,4 +174,5 @@ def build_manifest(recipe: Recipe, components: list[str], runtime_dir: str,
         runtime_dir=runtime_dir, components=tuple(components),
         files=tuple(sorted(resolved.files, key=lambda f: f.path)),
         load_order=tuple(resolved.load_order), bootstrap=bootstrap,
-        require_driver=require_driver, built=built)
+        require_driver=require_driver, built=built,
+        inputs=tuple(InputTrust(sid, text) for sid, text in sorted(resolved.trust.items())))

@@ -12,6 +12,10 @@ On Linux it refuses a glibc older than the manifest's min_glibc, does step 2, th
 dlopens with RTLD_GLOBAL, so a later dlopen by SONAME gets the bundled copy.
 Why by absolute path: docs/bootstrap.md. It never reads PATH or writes os.environ.
 report() returns what was loaded; `python _cudnn_bootstrap.py` prints it as JSON.
+
+This file is the part every platform shares; `bundler pack` puts the loader of the
+recipe's platform (bootstrap_windows.py or bootstrap_linux.py) where the lines marked
+"the loaders" are, and ships the one file that makes.
 """
 
 import json
@@ -20,21 +24,14 @@ import sys
 
 RUNTIME_DIR = "cudnn"  # the runtime folder inside the app; set by bundler pack
 MANIFEST_FORMAT = 1  # the newest manifest format this bootstrap reads
+# Set by `bundler verify --run` (docs/diagnosing.md): a folder where each process writes
+# what it mapped, as it exits; with IMPORT_ONLY also set, the app stops after the loads.
+PROCESS_REPORT = "BUNDLER_PROCESS_REPORT"
+IMPORT_ONLY = "BUNDLER_IMPORT_ONLY"
 
-# LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | _DLL_LOAD_DIR: a DLL's imports never come from PATH
-# (docs/bootstrap.md; tests/test_bootstrap_mechanisms.py shows each mechanism alone).
-_LOAD_FLAGS = 0x00001100
 _REPACK = "restore it, or re-run `bundler pack` to rebuild the app"
-_HINTS = {2: "the file is missing: " + _REPACK,
-          5: "access is denied: an antivirus may hold or have quarantined it; " + _REPACK,
-          126: "a DLL it depends on is missing: " + _REPACK,
-          193: "it is not a valid 64-bit DLL (32-bit or damaged): " + _REPACK,
-          225: "an antivirus blocked it as unsafe: restore it from quarantine"}
-
+_LOADERS: dict = {}  # "windows"/"linux" -> its loader's functions (the loaders fill it)
 _loaded: list = []  # (relpath, absolute path, handle) in load order
-_dll_directory = None  # keep the handle: closing it would drop the folder again
-_kernel = None  # kernel32 set up for the calls below: built once, on first use
-_path_buffer = None  # one buffer for every GetModuleFileNameW (32768 characters)
 _manifest: dict = {}
 _driver: dict = {}  # what driver_check() found, for report()
 _activated = False
@@ -54,39 +51,8 @@ def runtime_folder():
     return os.path.join(app_folder(), *RUNTIME_DIR.split("/"))
 
 
-def _kernel32():
-    global _kernel, _path_buffer
-    if _kernel is not None:
-        return _kernel
-    import ctypes
-    # DWORD, HANDLE, LPCWSTR as plain ctypes types: ctypes.wintypes costs more to import.
-    dword, pointer, wide_string = ctypes.c_ulong, ctypes.c_void_p, ctypes.c_wchar_p
-    # Private: a restype set on ctypes.windll.kernel32 would change it for every user.
-    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
-    # Handles are pointer-sized: a DLL may load above 4 GiB.
-    kernel32.LoadLibraryExW.restype = pointer
-    kernel32.LoadLibraryExW.argtypes = [wide_string, pointer, dword]
-    kernel32.LoadLibraryW.restype = pointer
-    kernel32.LoadLibraryW.argtypes = [wide_string]
-    kernel32.GetCurrentProcess.restype = pointer
-    kernel32.K32EnumProcessModules.argtypes = [pointer, ctypes.POINTER(pointer), dword,
-                                               ctypes.POINTER(dword)]
-    kernel32.GetModuleFileNameW.restype = dword
-    kernel32.GetModuleFileNameW.argtypes = [pointer, wide_string, dword]
-    _path_buffer = ctypes.create_unicode_buffer(32768)
-    _kernel = kernel32
-    return kernel32
-
-
-def _module_path(handle):
-    kernel32 = _kernel32()  # also makes _path_buffer
-    length = kernel32.GetModuleFileNameW(handle, _path_buffer, len(_path_buffer))
-    return _path_buffer[:length]
-
-
-def same_file(a, b):
-    """Whether two paths name one file, as Windows compares them (case-insensitive)."""
-    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+def _this_os():
+    return "windows" if os.name == "nt" else "linux" if sys.platform.startswith("linux") else ""
 
 
 def read_manifest(path):
@@ -121,99 +87,18 @@ def read_manifest(path):
     return data
 
 
-def _loaded_modules():
-    """{lower-case file name: path} of every module in this process, in one enumeration."""
-    import ctypes
-    kernel32 = _kernel32()
-    handles, needed = (ctypes.c_void_p * 4096)(), ctypes.c_ulong()
-    kernel32.K32EnumProcessModules(kernel32.GetCurrentProcess(), handles,
-                                   ctypes.sizeof(handles), ctypes.byref(needed))
-    count = min(needed.value // ctypes.sizeof(ctypes.c_void_p), len(handles))
-    paths = [_module_path(handle) for handle in handles[:count]]
-    return {os.path.basename(path).lower(): path for path in paths}
-
-
-def _bundled_path(relpath, existing):
-    """The bundled file's path; an error if a library of its name came from elsewhere."""
-    path = os.path.join(app_folder(), *relpath.split("/"))
-    if existing and not same_file(existing, path):
-        raise BundledRuntimeError(
-            f"another {os.path.basename(path)} is already loaded from {existing}; this app "
-            f"needs its bundled {path}. Something loaded a framework before the bootstrap "
-            "ran: keep the bootstrap lines first in the entry script (folder apps) and "
-            "bundler's runtime hook first (PyInstaller apps)")
-    return path
-
-
-def _load_one(relpath, already_loaded):
-    import ctypes
-    path = _bundled_path(relpath, already_loaded.get(os.path.basename(relpath).lower()))
-    handle = _kernel32().LoadLibraryExW(path, None, _LOAD_FLAGS)
-    if not handle:
-        code = ctypes.get_last_error()
-        # Only now look at the file: a stat per DLL on every start is not free.
-        if not os.path.isfile(path):
-            raise BundledRuntimeError(
-                f"bundled runtime file {relpath} is missing from {app_folder()} "
-                f"(an antivirus may have quarantined it): {_REPACK}")
-        hint = _HINTS.get(code, _REPACK)
-        raise BundledRuntimeError(
-            f"cannot load bundled runtime file {relpath} ({path}): Windows error {code} "
-            f"({ctypes.FormatError(code).strip()}); {hint}")
-    return path, handle
+def another_copy(name, existing, path):
+    """The refusal when a library of a bundled file's name is loaded from elsewhere."""
+    return BundledRuntimeError(
+        f"another {name} is already loaded from {existing}; this app needs its bundled "
+        f"{path}. Something loaded a framework before the bootstrap ran: keep the "
+        "bootstrap lines first in the entry script (folder apps) and bundler's runtime "
+        "hook first (PyInstaller apps)")
 
 
 def cuda_text(number):
     """10010 -> "10.1": the encoding of cuDriverGetVersion and CUDA_VERSION."""
     return f"{number // 1000}.{number % 1000 // 10}" if number else "none"
-
-
-def probe_driver():
-    """(nvcuda.dll's path or "", the CUDA the driver supports e.g. 10010, its file version
-    e.g. "26.21.14.4166" or "", error), loaded by bare name as the CUDA runtime does."""
-    import ctypes
-    handle = _kernel32().LoadLibraryW("nvcuda.dll")
-    if not handle:
-        return "", 0, "", f"nvcuda.dll cannot be loaded: Windows error {ctypes.get_last_error()}"
-    path = _module_path(handle)
-    file_version = _file_version(path)
-    try:
-        get_version = ctypes.WinDLL(path, handle=handle).cuDriverGetVersion
-    except AttributeError:
-        return path, 0, file_version, "it has no cuDriverGetVersion"
-    version = ctypes.c_int(0)
-    result = get_version(ctypes.byref(version))
-    return path, version.value, file_version, (
-        f"cuDriverGetVersion failed (CUresult {result})" if result else "")
-
-
-def probe_libcuda():
-    """probe_driver on Linux: libcuda.so.1 by SONAME, as the CUDA runtime loads it."""
-    import ctypes
-    try:
-        get_version = ctypes.CDLL("libcuda.so.1").cuDriverGetVersion
-    except (OSError, AttributeError) as exc:
-        return "", 0, "", f"libcuda.so.1 cannot be loaded: {exc}"
-    version = ctypes.c_int(0)
-    result = get_version(ctypes.byref(version))
-    path = next((p for n, p in _mapped_libraries().items() if n.startswith("libcuda.so")), "")
-    return path or "libcuda.so.1", version.value, "", (
-        f"cuDriverGetVersion failed (CUresult {result})" if result else "")
-
-
-def _file_version(path):
-    """A DLL's file version from its version resource, e.g. "26.21.14.4166"; "" if none."""
-    import ctypes
-    version = ctypes.WinDLL("version")
-    size = version.GetFileVersionInfoSizeW(path, None)
-    info = ctypes.create_string_buffer(size)
-    fixed, length = ctypes.c_void_p(), ctypes.c_uint()
-    if not (size and version.GetFileVersionInfoW(path, 0, size, info) and version.VerQueryValueW(
-            info, "\\", ctypes.byref(fixed), ctypes.byref(length)) and length.value >= 16):
-        return ""
-    # VS_FIXEDFILEINFO: signature, struct version, then the file version's two halves.
-    _, _, high, low = (ctypes.c_uint32 * 4).from_address(fixed.value)
-    return f"{high >> 16}.{high & 0xFFFF}.{low >> 16}.{low & 0xFFFF}"
 
 
 def driver_from_file_version(file_version):
@@ -252,7 +137,7 @@ def runs_on(version, supported, cuda, oldest, minor_compatible):
 
 def driver_check(versions):
     """This machine's driver against what this runtime needs (see judge_driver)."""
-    return judge_driver(versions, *(probe_driver() if os.name == "nt" else probe_libcuda()))
+    return judge_driver(versions, *_LOADERS[_this_os()]["probe"]())
 
 
 def judge_driver(versions, path, supported, file_version, error):
@@ -295,85 +180,69 @@ def _check_driver():
         print(f"cuDNN runtime warning: {problem}", file=sys.stderr)
 
 
+# >>> the loaders: `bundler pack` puts the recipe's platform's loader here, and only it
+from .bootstrap_linux import glibc_problem as glibc_problem  # noqa: E402
+from .bootstrap_linux import probe_libcuda as probe_libcuda  # noqa: E402
+from .bootstrap_windows import probe_driver as probe_driver  # noqa: E402
+from .bootstrap_windows import same_file as same_file  # noqa: E402
+
+# <<< the loaders
+
+
 def activate():
     """Check the driver and preload the runtime, once per process (again: no change)."""
-    global _dll_directory, _manifest, _activated
+    global _manifest, _activated, _loaded
     if sys.version_info < (3, 7):  # noqa: UP036 - the app's Python, not bundler's
         raise BundledRuntimeError(
             f"this app's bundled CUDA runtime needs Python 3.7 or newer; this is Python "
             f"{sys.version.split()[0]} ({sys.executable}): run the app with Python 3.7+")
-    if _activated:
-        return
-    if os.name != "nt" and not sys.platform.startswith("linux"):
+    loader = _LOADERS.get(_this_os())
+    if _activated or loader is None:  # another OS than the bundle's: nothing can load
         return
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
-    if os.name != "nt":
-        return _activate_linux()
-    _check_driver()
-    # For DEFAULT_DIRS loads of a bundled DLL not preloaded yet (ctypes, a DLL loading a
-    # sibling). Python 3.7 lacks it; the preload does not need it (_LOAD_FLAGS).
-    if _dll_directory is None and hasattr(os, "add_dll_directory"):
-        _dll_directory = os.add_dll_directory(runtime_folder())  # kept: a retry reuses it
-    already_loaded = _loaded_modules()
-    _loaded.clear()  # a retry after a failed load starts over
-    # Dependencies first: a DLL that loads one by bare name while it starts (DllMain)
-    # gets the bundled copy, already loaded, not one found on PATH.
-    for relpath in _manifest.get("load_order", []):
-        path, handle = _load_one(relpath, already_loaded)
-        _loaded.append((relpath, path, handle))
-    _activated = True
-
-
-def _mapped_libraries():
-    """{file name: path} of every file mapped in this process (/proc/self/maps)."""
-    with open("/proc/self/maps") as maps:
-        paths = [f[5].strip() for f in (line.split(None, 5) for line in maps) if len(f) == 6]
-    return {os.path.basename(path): path for path in reversed(paths) if path.startswith("/")}
-
-
-def glibc_problem(needed, found=""):
-    """Why glibc `found` (default: this machine's) cannot run libraries needing `needed`."""
-    found = found or os.confstr("CS_GNU_LIBC_VERSION").split(" ")[-1]  # "glibc 2.39"
-    return (f"this app's bundled CUDA runtime needs glibc >= {needed} (GLIBC_{needed} "
-            f"symbols); this machine has glibc {found}: run it on a newer Linux"
-            ) if needed and driver_older(found, needed) else ""
-
-
-def _activate_linux():
-    global _activated
-    if not str(_manifest.get("platform", "")).startswith("linux"):
-        return  # a Windows bundle run here: none of its files can load
-    problem = glibc_problem(_manifest.get("versions", {}).get("min_glibc", ""))
-    if problem:
-        raise BundledRuntimeError(problem)
-    _check_driver()
-    import ctypes
-    mapped = _mapped_libraries()
-    _loaded.clear()
-    for relpath in _manifest.get("load_order", []):
-        path = _bundled_path(relpath, mapped.get(os.path.basename(relpath)))
-        try:
-            handle = ctypes.CDLL(path, mode=os.RTLD_GLOBAL | os.RTLD_NOW)
-        except OSError as exc:  # the message names the file, or what it needs
-            gone = "is missing" if not os.path.isfile(path) else f"cannot be loaded ({exc})"
-            raise BundledRuntimeError(
-                f"bundled runtime file {relpath} ({path}) {gone}: {_REPACK}") from None
-        _loaded.append((relpath, path, handle))
-    _activated = True
+    loaded = loader["activate"](_manifest)
+    if loaded is not None:  # None: a bundle of another platform, none of it loads here
+        _loaded, _activated = loaded, True
 
 
 def report():
     """What was loaded: recipe, versions, and where each DLL came from."""
     versions = {f["path"]: f.get("version", "") for f in _manifest.get("files", [])}
-    mapped = _mapped_libraries() if _loaded and os.name != "nt" else {}
-    loaded_from = {rel: _module_path(h) if os.name == "nt" else mapped.get(
-        os.path.basename(path), "") for rel, path, h in _loaded}
+    loaded_from = _LOADERS[_this_os()]["loaded_from"](_loaded) if _loaded else {}
     return {"recipe": _manifest.get("recipe", {}).get("name", ""),
             "versions": _manifest.get("versions", {}),
             "runtime_dir": runtime_folder(),
             "driver": _driver,
             "dlls": [{"file": rel, "version": versions.get(rel, ""),
                       "loaded_from": loaded_from.get(rel, "")} for rel, _, _ in _loaded]}
+
+
+def process_report():
+    """What `bundler verify --run` judges: every module this process maps now (each
+    file once, as the OS names it), the app's folder as this process sees it, report()."""
+    return {"pid": os.getpid(), "executable": sys.executable,
+            "app": os.path.realpath(app_folder()), "report": report(),
+            "modules": _LOADERS[_this_os()]["modules"]()}
+
+
+def _write_process_report(folder):
+    path = os.path.join(folder, f"{os.getpid()}.json")
+    with open(path + ".part", "w", encoding="utf-8") as handle:
+        json.dump(process_report(), handle, indent=1)
+    os.replace(path + ".part", path)  # whole or absent: verify never reads half of one
+
+
+def _report_for_verify():
+    """Under `bundler verify --run` only: the report as the process exits (what the app
+    itself loaded included), or at once and stop when only the loads are wanted."""
+    folder = os.environ.get(PROCESS_REPORT)
+    if not folder or not _activated:
+        return
+    if os.environ.get(IMPORT_ONLY):
+        _write_process_report(folder)
+        raise SystemExit(0)
+    import atexit
+    atexit.register(_write_process_report, folder)
 
 
 def _stop_quietly(previous):
@@ -394,6 +263,7 @@ if __name__ != "bundler.runtime.bootstrap":
     except BundledRuntimeError:
         sys.excepthook = _stop_quietly(sys.excepthook)
         raise
+    _report_for_verify()
 
 if __name__ == "__main__":
     print(json.dumps(report(), indent=2))

@@ -58,7 +58,7 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path,
         raise SpecError(f"{spec.path}: the app folder already has '{taken}', where the runtime "
                         f"'{spec.runtime_dir}' goes (Windows does not tell names apart by "
                         "case)", 'set [runtime] dir = "another-name"')
-    sha256 = write_bootstrap(staging / BOOTSTRAP_NAME, spec.runtime_dir)
+    sha256 = write_bootstrap(staging / BOOTSTRAP_NAME, spec.runtime_dir, recipe.target)
     if spec.entry:
         inject_entry(staging / spec.entry, spec.entry.count("/"))
     return BuiltApp(staging, BootstrapEntry(path=BOOTSTRAP_NAME, sha256=sha256,

@@ -31,7 +31,7 @@ from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.manifest import BootstrapEntry
 from bundler.pack.builders.base import BuildOptions, BuiltApp
 from bundler.pack.emit import fill_template, write_bootstrap
-from bundler.platforms import windows
+from bundler.platforms import platform_for, windows
 from bundler.support.progress import line_progress
 
 if TYPE_CHECKING:  # the spec module imports the builders table
@@ -184,7 +184,9 @@ def _prepare(spec: Spec) -> BuildPlan:
     work = spec.folder / "build" / f"bundler-{spec.name}"
     hook_dir = work / "hook"
     hook_dir.mkdir(parents=True, exist_ok=True)
-    sha256 = write_bootstrap(hook_dir / f"{BOOTSTRAP_MODULE}.py", spec.runtime_dir)
+    # PyInstaller builds for the Python running it, which pack checked is the recipe's.
+    sha256 = write_bootstrap(hook_dir / f"{BOOTSTRAP_MODULE}.py", spec.runtime_dir,
+                             platform_for(sysconfig.get_platform()))
     (hook_dir / RUNTIME_HOOK).write_text(_HOOK_TEXT, encoding="utf-8")
     app_spec = _app_spec(spec, work)
     layout = work / "layout.json"
