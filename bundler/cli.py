@@ -94,7 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--lock", metavar="SPEC.lock", help="the lock the bundle was packed with: "
                    "pins each file's sha256 apart from the manifest")
     v.add_argument("--json", action="store_true", help="print a JSON report")
-    v.set_defaults(run=cmd_verify)
+    v.add_argument("--run", action="store_true", dest="run_app",
+                   help="instead: start the app (its entry, import-only; or the COMMAND "
+                   "after --, e.g. -- python3 main.py) and list every cuDNN/CUDA library "
+                   "the process maps; exit 1 on one not from the bundle, one mapped "
+                   "twice, or no process seen")
+    v.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="with --run: stop the app after this long (default 600)")
+    v.set_defaults(run=cmd_verify, app_command=[])   # COMMAND: the words after -- (main)
 
     i = commands.add_parser("inspect", parents=[common],
                             help="what a DLL, folder, zip or wheel holds and needs",
@@ -198,7 +205,15 @@ def _terminate_like_ctrl_c() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     _never_fail_to_print()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # `verify --run APPDIR [--json] -- COMMAND ...`: what follows "--" is the app's command,
+    # wherever the options stand (argparse takes none after a positional's words end).
+    cut = words.index("--") if "--" in words else len(words)
+    args = parser.parse_args(words[:cut])
+    if cut < len(words) and getattr(args, "app_command", None) is None:
+        parser.error("only `verify --run APPDIR -- COMMAND ...` takes words after --")
+    if cut < len(words):
+        args.app_command = words[cut + 1:]
     try:
         with _terminate_like_ctrl_c():
             return _run(args)

@@ -13,6 +13,7 @@ from pathlib import Path
 from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bundle, render_machine
 from bundler.diagnose.inspection import inspect_path
 from bundler.diagnose.inspection import render as render_inspect
+from bundler.diagnose.process_check import check_process, print_check
 from bundler.diagnose.verify import VerifyReport, bundles_in, verify
 from bundler.errors import (
     EXIT_OK,
@@ -215,6 +216,8 @@ def _top(found: FoundManifest, folder: Path) -> Path:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    if args.run_app or args.app_command:
+        return _verify_run(args)
     lock = _lock_arg(args)
     reports = []
     for found in _bundles(Path(args.appdir), lock):
@@ -227,6 +230,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for report in reports:
             _print_verify(report)
     return EXIT_OK if all(r.ok for r in reports) else EXIT_PROBLEMS
+
+
+def _verify_run(args: argparse.Namespace) -> int:
+    """`verify --run`: what the running app maps (diagnose/process_check.py)."""
+    if not args.run_app or args.lock:
+        raise BundlerError("a COMMAND goes with --run, and --lock without it",
+                           "bundler verify --run APPDIR -- COMMAND ...")
+    (found, *more) = _bundles(Path(args.appdir), None)
+    if more:
+        raise BundlerError(f"{args.appdir}: holds {len(more) + 1} bundles; --run starts one",
+                           "give the bundle folder itself")
+    return print_check(check_process(found, args.app_command, args.timeout), args.json)
 
 
 def _print_verify(report: VerifyReport) -> None:
