@@ -285,6 +285,9 @@ MUTANTS = (
            "data = read_json(path, _MAX_VERSION_FILE_BYTES, SourceError, hint,",
            "data = __import__('json').loads(path.read_text()) or (path, hint,",
            ("tests/test_runtime_inputs_hostile.py",)),
+    Mutant("pyinstaller-top-folder-0700", "a PyInstaller bundle keeps mkdtemp's mode 0700",
+           "bundler/pack/builders/pyinstaller.py",
+           "    shutil.copymode(layout.folder, staging)\n", "", ("tests/test_bundle_modes.py",)),
 )
 
 

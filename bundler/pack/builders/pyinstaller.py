@@ -118,6 +118,10 @@ def freeze(spec: Spec, staging: Path, runtime_names: frozenset[str]) -> FrozenAp
     layout = _read_layout(plan)
     for entry in layout.folder.iterdir():
         os.replace(entry, staging / entry.name)
+    # The staging folder (mkdtemp: 0700) becomes the bundle's top folder: give it the
+    # mode PyInstaller's own folder got from the umask (0755), or other users could not
+    # run the app.
+    shutil.copymode(layout.folder, staging)
     shutil.rmtree(dist)
     _refuse_foreign_copies(spec, staging, runtime_names)
     app_root = staging / layout.contents_directory
