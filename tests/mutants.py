@@ -26,6 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP = "bundler/runtime/bootstrap.py"
+BOOT_WINDOWS = "bundler/runtime/bootstrap_windows.py"   # the loaders pack puts into it
+BOOT_LINUX = "bundler/runtime/bootstrap_linux.py"
+PROCESS_CHECK = "bundler/diagnose/process_check.py"
+PROCESS_TESTS = ("tests/test_linux_process_truth.py",)
 BUNDLE_CHECKS = "bundler/diagnose/doctor/bundle_checks.py"
 BOOTSTRAP_TESTS = ("tests/test_bootstrap_mechanisms.py", "tests/test_pack_windows.py",
                    "tests/test_doctor_wine.py")
@@ -67,23 +71,24 @@ MUTANTS = (
     Mutant("wheels-for-this-machine", "embedded-python: pip installs for Linux, not Windows",
            "bundler/pack/builders/pip_wheels.py", '"--platform", WHEEL_TAG, ', "",
            EMBED_TESTS),
-    Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOTSTRAP,
+    Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOT_WINDOWS,
            "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
            BOOTSTRAP_TESTS),
-    Mutant("flags0", "LoadLibraryExW flags 0 instead of 0x1100", BOOTSTRAP,
+    Mutant("flags0", "LoadLibraryExW flags 0 instead of 0x1100", BOOT_WINDOWS,
            "_LOAD_FLAGS = 0x00001100", "_LOAD_FLAGS = 0", BOOTSTRAP_TESTS),
-    Mutant("alphabetical", "preload in name order, not the manifest's load_order", BOOTSTRAP,
-           'for relpath in _manifest.get("load_order", []):\n        path, handle',
-           'for relpath in sorted(_manifest.get("load_order", [])):\n        path, handle',
+    Mutant("alphabetical", "preload in name order, not the manifest's load_order",
+           BOOT_WINDOWS, 'for relpath in manifest.get("load_order", []):\n        path, handle',
+           'for relpath in sorted(manifest.get("load_order", [])):\n        path, handle',
            BOOTSTRAP_TESTS),
     Mutant("linux-alphabetical", "Linux: preload in name order, not the manifest's load_order",
-           BOOTSTRAP, 'for relpath in _manifest.get("load_order", []):\n        path = ',
-           'for relpath in sorted(_manifest.get("load_order", [])):\n        path = ',
+           BOOT_LINUX, 'for relpath in manifest.get("load_order", []):\n        path = ',
+           'for relpath in sorted(manifest.get("load_order", [])):\n        path = ',
            ("tests/test_linux_bundle.py", "tests/test_linux_bootstrap_stops.py")),
-    Mutant("no-same-name-check", "a same-named DLL already loaded is not refused", BOOTSTRAP,
+    Mutant("no-same-name-check", "a same-named DLL already loaded is not refused",
+           BOOT_WINDOWS,
            "if existing and not same_file(existing, path):", "if False:", BOOTSTRAP_TESTS),
-    Mutant("no-driver-check", "activate() skips the driver check", BOOTSTRAP,
-           "_activate_linux()\n    _check_driver()\n", "_activate_linux()\n    pass\n",
+    Mutant("no-driver-check", "activate() skips the driver check", BOOT_WINDOWS,
+           "    global _dll_directory\n    _check_driver()\n", "    global _dll_directory\n",
            BOOTSTRAP_TESTS),
     Mutant("no-runtime-load-findings", "doctor: _runtime_load_findings returns []",
            BUNDLE_CHECKS, "    component was not selected): harmless unless a foreign copy is "
@@ -188,17 +193,41 @@ MUTANTS = (
            "bundler/linux/elf_file.py", "glibc = _glibc_needed(image)", 'glibc = ""',
            GLIBC_TESTS),
     Mutant("glibc-not-checked", "the bootstrap does not compare the machine's glibc",
-           BOOTSTRAP, 'problem = glibc_problem(_manifest.get("versions", {})',
-           'problem = "" and glibc_problem(_manifest.get("versions", {})', GLIBC_TESTS),
+           BOOT_LINUX, 'problem = glibc_problem(manifest.get("versions", {})',
+           'problem = "" and glibc_problem(manifest.get("versions", {})', GLIBC_TESTS),
     Mutant("linux-driver-unchecked", "doctor does not probe libcuda.so.1 for a Linux bundle",
            BUNDLE_CHECKS, "else _linux_driver(manifest.platform, versions))", "else {})",
            LINUX_DOCTOR_TESTS),
     Mutant("linux-mapped-elsewhere-ignored", "the Linux bootstrap does not refuse a library "
-           "already mapped from elsewhere", BOOTSTRAP,
-           "path = _bundled_path(relpath, mapped.get(os.path.basename(relpath)))",
-           "path = _bundled_path(relpath, None)", ("tests/test_linux_bootstrap_stops.py",)),
+           "already loaded from elsewhere", BOOT_LINUX,
+           "if existing and not same_library_file(existing, path):", "if False:",
+           ("tests/test_linux_bootstrap_stops.py", "tests/test_linux_process_truth.py")),
+    Mutant("linux-copy-by-file-name", "the Linux bootstrap knows a loaded copy by its file "
+           "name in /proc/self/maps, not by SONAME (the check before issue 27)", BOOT_LINUX,
+           "    existing = loaded_as(name)\n",
+           "    existing = _mapped_libraries().get(name, '')\n",
+           ("tests/test_linux_process_truth.py",)),
+    Mutant("linux-identity-by-path", "the Linux bootstrap compares paths, not st_dev/st_ino",
+           BOOT_LINUX, "return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)",
+           "return a == b", ("tests/test_linux_process_truth.py",)),
+    Mutant("import-only-runs-the-app", "verify --run's import-only switch lets the app run",
+           BOOTSTRAP, "        _write_process_report(folder)\n        raise SystemExit(0)\n",
+           "        _write_process_report(folder)\n", PROCESS_TESTS),
+    Mutant("run-check-misses-doubles", "verify --run: a library mapped twice passes",
+           PROCESS_CHECK, "if len(paths) > 1]", "if len(paths) > 99]", PROCESS_TESTS),
+    Mutant("run-check-doubles-by-file-name", "verify --run: two copies are found by file "
+           "name, not SONAME", PROCESS_CHECK,
+           "if not platform.case_insensitive and os.path.isfile(path):", "if False:",
+           PROCESS_TESTS),
+    Mutant("run-check-foreign-passes", "verify --run: a CUDA library not from the bundle "
+           "passes", PROCESS_CHECK, "for m in seen if not m.from_bundle]",
+           "for m in seen if False]", PROCESS_TESTS),
+    Mutant("run-ok-without-a-process", "verify --run: ok when no process reported",
+           PROCESS_CHECK, "return bool(self.processes) and not (", "return not (",
+           PROCESS_TESTS),
     Mutant("linux-driver-unchecked-at-start", "the Linux bootstrap does not check the "
-           "driver", BOOTSTRAP, "        raise BundledRuntimeError(problem)\n    _check_driver()\n",
+           "driver", BOOT_LINUX,
+           "        raise BundledRuntimeError(problem)\n    _check_driver()\n",
            "        raise BundledRuntimeError(problem)\n",
            ("tests/test_linux_bootstrap_stops.py",)),
     Mutant("linux-bundle-load-unexplained", "doctor APPDIR says nothing of how a Linux "

@@ -33,6 +33,8 @@ from bundler.runtime.bootstrap import IMPORT_ONLY, PROCESS_REPORT
 __all__ = ["MappedModule", "ProcessCheck", "check_process", "print_check"]
 
 _TAIL = 8   # the app's last lines of output kept in a report
+NO_PROCESS = ("no process of the app reported what it mapped: the bootstrap did not run "
+              "(or stopped the app) in any process the command started")
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ class ProcessCheck:
     modules: tuple[MappedModule, ...]
     foreign: tuple[str, ...]      # "pid: path": cuDNN/CUDA modules not from the bundle
     doubled: tuple[str, ...]      # "pid: name: path, path": one library from two files
-    problems: tuple[str, ...]     # why the process cannot be judged
+    problems: tuple[str, ...]     # why the process cannot be judged (and no process
+    #                               reported: NO_PROCESS, said where it is printed)
     output: tuple[str, ...]       # the app's last lines on stderr
 
     @property
@@ -82,9 +85,6 @@ def check_process(found: FoundManifest, command: list[str], timeout: float) -> P
     if exit_code is not None and exit_code != 0:
         problems.append(f"the app exited with status {exit_code}" + (
             f": {output[-1]}" if output else ""))
-    if not reports and exit_code is not None:
-        problems.append("no process of the app reported what it mapped: the bootstrap did "
-                        "not run (or stopped it) in any process the command started")
     bundled = {_key(platform, f.path) for f in manifest.files}
     modules: list[MappedModule] = []
     foreign, doubled = [], []
@@ -209,7 +209,9 @@ def print_check(check: ProcessCheck, as_json: bool) -> int:
     for item in check.doubled:
         print(f"mapped twice: {item}")
     for problem in check.problems:
-        print(f"not verified: {problem}")
+        print(f"not verified: {problem}", file=sys.stderr)
+    if not check.processes:
+        print(f"not verified: {NO_PROCESS}", file=sys.stderr)
     mode = "its entry, import-only" if check.import_only else "the command"
     if check.ok:
         count = len({m.path for m in check.modules})
