@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from bundler.errors import RecipeError, SourceError
 from bundler.platforms import Platform, Trust, platform_for
 from bundler.recipe_checks import check_consistency, driver_minimums, signer_trust
+from bundler.recipe_selection import selected
 from bundler.releases.catalogue import catalogue_releases, cuda_key
 from bundler.releases.channels import detect as detect_channel
 from bundler.releases.families import runtime_sets
@@ -153,23 +154,10 @@ class Recipe:
         return int(self.cuda.split(".")[0])
 
     def select(self, wanted: list[str] | None) -> list[Component]:
-        """The wanted components (default: the default ones) and everything they
-        require, in recipe order."""
-        if not wanted:
-            wanted = [c.name for c in self.components.values() if c.default]
-        chosen: set[str] = set()
-        pending = list(wanted)
-        while pending:
-            name = pending.pop()
-            if name not in self.components:
-                known = ", ".join(self.components)
-                raise RecipeError(f"recipe {self.name} has no component '{name}'"
-                                  f"{did_you_mean(name, self.components, 0.6)}",
-                                  f"choose from: {known}")
-            if name not in chosen:
-                chosen.add(name)
-                pending.extend(self.components[name].requires)
-        return [c for c in self.components.values() if c.name in chosen]
+        """The wanted components (default: the default ones), everything they require
+        and what their libraries load at their first call, in recipe order
+        (recipe_selection.py)."""
+        return selected(self, wanted)
 
     def supplier_of(self, dll: str) -> RuntimeFile | None:
         """The runtime file of that name (as its platform compares names), if any."""

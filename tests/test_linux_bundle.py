@@ -26,7 +26,7 @@ from bundler.recipe import SourceSpec, find_recipe
 from tests.packing import run_cli
 from tests.winenv.paths import PROJECT_ROOT
 from tests.winenv.pins import linux_pins
-from tests.winenv.wheels import fetched_once
+from tests.winenv.wheels import fetched_once, wheel_cache
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or not shutil.which("gcc"),
                                 reason="Linux with gcc")
@@ -231,7 +231,8 @@ def test_inspect_reads_a_linux_library(tmp_path: Path,
 
 
 def test_the_shipped_linux_recipe_packs_nvidias_wheels_by_name(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """recipe = "cudnn-9.19.0.56-cuda13-linux-x64": the wheel is the pinned one (the
     recipe's pins are pins.toml's), read through RECORD; the bundled libcudnn.so.9
     answers a bare-name load with the installed cuDNN's folder first on LD_LIBRARY_PATH."""
@@ -251,12 +252,22 @@ def test_the_shipped_linux_recipe_packs_nvidias_wheels_by_name(
                                                           'print(json.dumps({"version": '
                                                           'cudnn.cudnnGetVersion(),'))
     spec = tmp_path / "app.spec"
+    # core brings graph (libcudnn.so.9 opens it at cudnnCreate) and graph's cuBLAS and
+    # CUDA runtime: the pack takes their pinned wheels from the wheel cache (the
+    # harness's, where they were fetched once), as a user's second pack would.
+    for sid in ("cudart", "cublas"):
+        fetched_once(recipe.sources[sid])
+    monkeypatch.setenv("BUNDLER_CACHE", str(wheel_cache()))
     spec.write_text('[app]\nname = "app"\npath = "app"\nentry = "main.py"\n[runtime]\n'
                     'recipe = "cudnn-9.19.0.56-cuda13-linux-x64"\ncomponents = ["core"]\n'
                     f'[sources]\ncudnn = "{wheel.as_posix()}"\n')
     code, out, err = run_cli(capsys, "pack", spec, "--json")
     assert code == 0, err
-    assert json.loads(out)["inputs_trusted"] == {"cudnn": "pinned by sha256"}
+    trusted = json.loads(out)["inputs_trusted"]   # each by its pin, none on first pack
+    assert set(trusted) == {"cublas", "cudart", "cudnn"} and all(
+        "sha256" in how and "first pack" not in how for how in trusted.values()), trusted
     ran = _run(tmp_path / "dist" / "app" / "main.py", installed / "nvidia" / "cudnn" / "lib")
     assert ran["version"] == 91900
-    assert ran["mapped"] == [str(tmp_path / "dist" / "app" / "cudnn" / "libcudnn.so.9")]
+    bundle = tmp_path / "dist" / "app" / "cudnn"
+    assert {str(bundle / "libcudnn.so.9"), str(bundle / "libcudnn_graph.so.9")} <= set(
+        ran["mapped"]) and all(p.startswith(str(bundle)) for p in ran["mapped"])

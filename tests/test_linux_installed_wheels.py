@@ -21,7 +21,7 @@ import pytest
 from bundler.errors import SourceError
 from bundler.recipe import SourceSpec
 from bundler.releases.channels import detect
-from tests.packing import run_cli
+from tests.packing import PROJECT_ROOT, run_cli
 from tests.winenv.pins import linux_pins
 from tests.winenv.wheels import fetched_once
 
@@ -32,10 +32,13 @@ APP = r'''
 import ctypes, json
 cudnn = ctypes.CDLL("libcudnn.so.9")
 cudnn.cudnnGetVersion.restype = ctypes.c_size_t
+handle = ctypes.c_void_p()
+# libcudnn.so.9 opens libcudnn_graph.so.9 here; without it the process aborts (exit 134).
+created = cudnn.cudnnCreate(ctypes.byref(handle))
 with open("/proc/self/maps") as maps:
     mapped = sorted({l.split(None, 5)[5].strip() for l in maps if len(l.split(None, 5)) == 6
-                     and ("libcudnn" in l or "libcudart" in l)})
-print(json.dumps({"version": cudnn.cudnnGetVersion(), "mapped": mapped}))
+                     and ("libcudnn" in l or "libcudart" in l or "libcublas" in l)})
+print(json.dumps({"version": cudnn.cudnnGetVersion(), "mapped": mapped, "created": created}))
 '''
 
 
@@ -51,24 +54,45 @@ def _site_packages(tmp_path: Path) -> Path:
     return site
 
 
+DOCS_SITE = "/opt/app/venv/lib/python3.12/site-packages"
+
+
+def docs_example() -> str:
+    """docs/linux.md's spec ("Packing from what pip installed"), as the page shows it."""
+    page = (PROJECT_ROOT / "docs" / "linux.md").read_text(encoding="utf-8")
+    section = page.split("## Packing from what pip installed", 1)[1]
+    return section.split("```toml\n", 1)[1].split("```", 1)[0]
+
+
 def _spec(tmp_path: Path, site: Path) -> Path:
+    """The app, packed by docs/linux.md's own example with its site-packages here."""
     (tmp_path / "app").mkdir(exist_ok=True)
     (tmp_path / "app" / "main.py").write_text(APP)
     spec = tmp_path / "app.spec"
-    spec.write_text(f'[app]\nname = "app"\npath = "app"\nentry = "main.py"\n[runtime]\n'
-                    f'recipe = "{RELEASE}"\ncomponents = ["core", "cudart"]\n[sources]\n'
-                    f'cudnn = "{site.as_posix()}"\ncudart = "{site.as_posix()}"\n')
+    example = docs_example()
+    assert f'recipe = "{RELEASE}"' in example and DOCS_SITE in example
+    spec.write_text('[app]\nname = "app"\npath = "app"\nentry = "main.py"\n'
+                    + example.replace(DOCS_SITE, site.as_posix()))
     return spec
 
 
 def test_a_linux_app_packs_from_the_installed_site_packages(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/linux.md's example as written: components = ["core", "cudart"] is completed
+    with graph (libcudnn.so.9 opens libcudnn_graph.so.9 at cudnnCreate) and the cuBLAS
+    graph requires, the summary says why, and the app's cudnnCreate returns (1001: no
+    GPU here) instead of aborting the process."""
     site = _site_packages(tmp_path)
     code, out, err = run_cli(capsys, "pack", _spec(tmp_path, site), "--json", "--offline")
     assert code == 0, err
     summary = json.loads(out)
-    assert summary["load_order"] == ["cudnn/libcudart.so.13", "cudnn/libcudnn.so.9"]
-    assert set(summary["inputs_trusted"]) == {"cudnn", "cudart"}
+    assert summary["components"] == ["cudart", "cublas", "core", "graph"]
+    assert summary["selected_because"] == {
+        "cublas": ["required by graph"],
+        "graph": ["libcudnn_graph.so.9: loaded by libcudnn.so.9 at its first call"]}
+    assert {"cudnn/libcudnn.so.9", "cudnn/libcudnn_graph.so.9", "cudnn/libcudart.so.13",
+            "cudnn/libcublasLt.so.13"} <= set(summary["load_order"])
+    assert set(summary["inputs_trusted"]) == {"cudnn", "cudart", "cublas"}
     bundle = tmp_path / "dist" / "app"
     manifest = json.loads((bundle / "cudnn" / "manifest.json").read_text())
     # The installed runtime's release (13.0.96) is the bundle's CUDA, not the set's newest.
@@ -80,9 +104,10 @@ def test_a_linux_app_packs_from_the_installed_site_packages(
                           env={**os.environ, "LD_LIBRARY_PATH": first})
     assert done.returncode == 0, done.stderr
     ran = json.loads(done.stdout.strip().splitlines()[-1])
-    assert ran["version"] == 91900
-    assert ran["mapped"] == [str(bundle / "cudnn" / "libcudart.so.13"),
-                             str(bundle / "cudnn" / "libcudnn.so.9")]
+    assert ran["version"] == 91900 and ran["created"] != 0   # returned: no abort, no GPU
+    assert {Path(p).name for p in ran["mapped"]} >= {
+        "libcudart.so.13", "libcudnn.so.9", "libcudnn_graph.so.9", "libcublasLt.so.13"}
+    assert all(p.startswith(str(bundle / "cudnn")) for p in ran["mapped"]), ran["mapped"]
 
 
 def test_an_installed_cudnn_of_another_version_is_refused(

@@ -143,14 +143,15 @@ def test_the_family_packs_the_same_files_as_the_hand_written_linux_recipe(
     name renders from the family (a companion wheel other than the set's), the pack reads
     NVIDIA's real pinned wheels, and its files are byte for byte those of the
     hand-written recipe's pack; the app loads them from the bundle, with the installed
-    cuDNN's folder first on LD_LIBRARY_PATH (cudnnGetVersion is graph's, which the
-    installed wheel lends: graph needs cuBLAS, too big a wheel for this test)."""
+    cuDNN's folder first on LD_LIBRARY_PATH. ["core", "cudart"] brings graph (libcudnn.so.9
+    opens it at cudnnCreate) and cuBLAS, which graph requires: its pinned wheel is given."""
     shipped = load_recipe_file(PROJECT_ROOT / "recipes" / f"{SHIPPED}.toml")
-    cudnn, cudart = (fetched_once(shipped.sources[s]) for s in ("cudnn", "cudart"))
+    cudnn, cudart, cublas = (fetched_once(shipped.sources[s])
+                             for s in ("cudnn", "cudart", "cublas"))
     with zipfile.ZipFile(cudnn) as wheel:
         wheel.extractall(tmp_path / "site-packages")
     installed = tmp_path / "site-packages" / "nvidia" / "cudnn" / "lib"
-    given = {"cudnn": cudnn, "cudart": cudart}
+    given = {"cudnn": cudnn, "cudart": cudart, "cublas": cublas}
     rendered = find_recipe(SHIPPED, PROJECT_ROOT, given)
     assert rendered.sha256 != shipped.sha256 and "rendered" in str(rendered.path)
     files = {}
@@ -174,11 +175,15 @@ def test_the_family_packs_the_same_files_as_the_hand_written_linux_recipe(
         assert evidence["version"] == 91900
         bundled = {Path(p).name: p for p in evidence["mapped"]
                    if p.startswith(str(app / "dist"))}
-        assert set(bundled) == {"libcudnn.so.9", "libcudart.so.13"}, evidence["mapped"]
+        assert {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudart.so.13"} <= set(
+            bundled) and len(bundled) == len(evidence["mapped"]), evidence["mapped"]
     assert files["family"] == files["shipped"]
     assert {Path(p).name for p, _ in files["family"]} == {
-        "libcudnn.so.9", "libcudart.so.13", "NVIDIA_cuDNN_LICENSE.txt",
-        "NVIDIA_CUDA_runtime_LICENSE.txt"}
+        "libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
+        "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
+        "libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13",
+        "NVIDIA_cuDNN_LICENSE.txt", "NVIDIA_CUDA_runtime_LICENSE.txt",
+        "NVIDIA_cuBLAS_LICENSE.txt"}
     with zipfile.ZipFile(cudart) as wheel:
         assert "nvidia/cu13/lib/libcudart.so.13" in wheel.namelist()
 

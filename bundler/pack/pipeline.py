@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundler.errors import BundlerError
@@ -34,6 +34,7 @@ from bundler.pack.store import Store, StoreError, open_store
 from bundler.pack.store_upkeep import size_cap, trim
 from bundler.pack.zip_output import PendingZip, check_zip_path, write_zip
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
+from bundler.recipe_selection import completions
 
 
 @dataclass(frozen=True)
@@ -242,8 +243,13 @@ def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,
         scan = scan_app(app, skip, recipe.target)
         needs = list(scan.needs) + needs
     environment = examine(spec, recipe, app, skip) if app.is_dir() else None
-    return select_for_app(recipe, spec.components, spec.scan.components, needs, scan,
-                          spec.scan.allow_app_copies, environment)
+    selection = select_for_app(recipe, spec.components, spec.scan.components, needs, scan,
+                               spec.scan.allow_app_copies, environment)
+    # What the selection gained so its libraries load what they load at their first call
+    # (recipe_selection.py), said in the summary like the scan's reasons.
+    completed = completions(recipe, spec.components,
+                            [*spec.scan.components, *selection.reasons])
+    return replace(selection, reasons={**selection.reasons, **completed})
 
 
 def _skip(target: Path, app: Path) -> str:

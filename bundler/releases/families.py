@@ -57,6 +57,9 @@ class FamilyFile:
     version_resource: str               # one of VERSION_RESOURCES
     get_version: bool
     loads: tuple[str, ...]
+    # Those of `loads` it cannot work without: it loads them as the API is first used
+    # (cudnnCreate), not on demand. A selection shipping it ships them too.
+    loads_on_first_call: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,9 @@ def translated(family: Family, target: Platform) -> Family:
                                files=tuple(name(f) for f in c.files))
                     for k, c in family.components.items()},
         files={name(k): FamilyFile(name=name(k), version_resource="none", get_version=False,
-                                   loads=tuple(name(n) for n in f.loads))
+                                   loads=tuple(name(n) for n in f.loads),
+                                   loads_on_first_call=tuple(name(n)
+                                                             for n in f.loads_on_first_call))
                for k, f in family.files.items()})
 
 
@@ -186,8 +191,13 @@ def _component(name: str, table: Table) -> FamilyComponent:
 def _file(name: str, table: Table) -> FamilyFile:
     facts = FamilyFile(name=name, version_resource=table.take("version_resource", str),
                        get_version=table.take("get_version", bool, False),
-                       loads=tuple(table.take_str_list("loads", [])))
+                       loads=tuple(table.take_str_list("loads", [])),
+                       loads_on_first_call=tuple(table.take_str_list("loads_on_first_call",
+                                                                     [])))
     table.done()
+    for unlisted in set(facts.loads_on_first_call) - set(facts.loads):
+        raise RecipeError(f"{table.path}: [files.\"{name}\"] loads_on_first_call names "
+                          f"{unlisted}, which its loads do not", f"add {unlisted} to loads")
     if facts.version_resource not in VERSION_RESOURCES:
         raise RecipeError(f"{table.path}: [files.\"{name}\"] version_resource is "
                           f"{facts.version_resource!r}",
