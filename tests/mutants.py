@@ -317,6 +317,17 @@ MUTANTS = (
     Mutant("pyinstaller-top-folder-0700", "a PyInstaller bundle keeps mkdtemp's mode 0700",
            "bundler/pack/builders/pyinstaller.py",
            "    shutil.copymode(layout.folder, staging)\n", "", ("tests/test_bundle_modes.py",)),
+    Mutant("no-first-call-completion", "a selection is not completed with what its "
+           "libraries load at their first call (core alone: cuDNN's shim without ops_infer "
+           "or graph)", "bundler/recipe_selection.py",
+           "            pending.extend(supplier for _, _, supplier in _first_call_loads(recipe,"
+           " name))\n", "",
+           ("tests/test_linux_installed_wheels.py::test_a_linux_app_packs_from_the_installed_"
+            "site_packages", "tests/test_components_complete.py")),
+    Mutant("no-completion-reasons", "the pack summary does not say why a component came "
+           "along", "bundler/pack/pipeline.py",
+           "reasons={**selection.reasons, **completed}", "reasons={**selection.reasons}",
+           ("tests/test_components_complete.py",)),
 )
 
 

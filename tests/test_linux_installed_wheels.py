@@ -85,6 +85,13 @@ def test_a_linux_app_packs_from_the_installed_site_packages(
     site = _site_packages(tmp_path)
     code, out, err = run_cli(capsys, "pack", _spec(tmp_path, site), "--json", "--offline")
     assert code == 0, err
+    bundle = tmp_path / "dist" / "app"
+    # Nothing else on the library path: the bundle alone (libcudnn.so.9 without
+    # libcudnn_graph.so.9 aborts here with exit 134).
+    alone = subprocess.run([sys.executable, str(bundle / "main.py")], capture_output=True,
+                           text=True, check=False, timeout=120,
+                           env={k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"})
+    assert alone.returncode == 0, (alone.returncode, alone.stderr)
     summary = json.loads(out)
     assert summary["components"] == ["cudart", "cublas", "core", "graph"]
     assert summary["selected_because"] == {
@@ -93,7 +100,6 @@ def test_a_linux_app_packs_from_the_installed_site_packages(
     assert {"cudnn/libcudnn.so.9", "cudnn/libcudnn_graph.so.9", "cudnn/libcudart.so.13",
             "cudnn/libcublasLt.so.13"} <= set(summary["load_order"])
     assert set(summary["inputs_trusted"]) == {"cudnn", "cudart", "cublas"}
-    bundle = tmp_path / "dist" / "app"
     manifest = json.loads((bundle / "cudnn" / "manifest.json").read_text())
     # The installed runtime's release (13.0.96) is the bundle's CUDA, not the set's newest.
     assert manifest["versions"]["cuda"] == "13.0"
