@@ -158,16 +158,14 @@ def test_verify_run_fails_on_a_cuda_library_from_outside_the_bundle(
 
 
 def test_verify_run_reports_a_decoy_loaded_first(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The versioned decoy preloaded: the bootstrap stops the app, and verify --run fails
     saying so (never an "ok" without a process that reported)."""
     app, _ = _bundle(tmp_path, capsys)
     link = _versioned_decoy(tmp_path / "versioned")
-    os.environ["LD_PRELOAD"] = str(link)
-    try:
-        code, report = _verify_run(capsys, app)
-    finally:
-        del os.environ["LD_PRELOAD"]
+    monkeypatch.setenv("LD_PRELOAD", str(link))   # the app's process inherits it
+    code, report = _verify_run(capsys, app)
     assert code == 1 and report["processes"] == [] and not report["ok"]
     assert report["output"][-1].startswith(REFUSED.format(
         decoy=link.resolve(), bundled=app / "cudnn" / "libcudnn.so.9"))
