@@ -53,6 +53,8 @@ from bundler.support.wheel_names import normalize
 
 _MAX_FILE_BYTES = 1 << 20   # the files are a few kB; a larger one is not theirs
 _TF_SUFFIX = re.compile(r"^64_(\d+)$")   # TensorFlow's Windows figures: "64_112", "64_8"
+# Builds named for their CUDA: cupy-cuda101, cupy-cuda11x, mxnet-cu101 (normalized names)
+_CUDA_IN_NAME = re.compile(r"^(?:cupy_cuda|mxnet_cu)(\d{2,3})(x?)$")
 
 
 @dataclass(frozen=True)
@@ -148,9 +150,12 @@ def read_frameworks(root: Path, folders: Iterable[Path],
         distribution, version = dist.metadata["Name"] or "", dist.version
         reader = _READERS.get(_family_of(distribution))
         row = table.framework_entry(distribution, version)
-        if (reader is None and row is None) or normalize(distribution) in found:
+        named_cuda = cuda_in_name(distribution)
+        if (reader is None and row is None and not named_cuda) \
+                or normalize(distribution) in found:
             continue
-        facts = FrameworkFacts(distribution, version, row=row)
+        facts = FrameworkFacts(distribution, version, row=row, cuda=named_cuda,
+                               file=f"its name {distribution}" if named_cuda else "")
         if reader is not None:
             relpath, read = reader
             path = Path(str(dist.locate_file(relpath)))
@@ -158,6 +163,19 @@ def read_frameworks(root: Path, folders: Iterable[Path],
                 facts = _read_file(facts, path, _inside(path, root), read)
         found[normalize(distribution)] = facts
     return tuple(found[k] for k in sorted(found))
+
+
+def cuda_in_name(distribution: str) -> str:
+    """The CUDA a build names itself for, where its distribution name is the only place
+    that says it (cupy-cuda101 9.6 ships no _wheel.json): "10.1", "11" (cupy-cuda11x),
+    "11.2" (mxnet-cu112); "" for any other name. Its own file, read after, wins."""
+    found = _CUDA_IN_NAME.match(normalize(distribution))
+    if not found:
+        return ""
+    digits, any_minor = found.groups()
+    if any_minor:
+        return digits
+    return f"{digits[:-1]}.{digits[-1]}"
 
 
 def _inside(path: Path, root: Path) -> str:

@@ -4,7 +4,7 @@ The scan is pack's own (pack/app_scan.py): the CUDA/cuDNN DLLs the app's binarie
 and the ones its frameworks load by name. The recipe is the newest catalogue release
 that ships every one of them (cudnn64_9.dll + cublas64_12.dll: a cuDNN 9 release for
 CUDA 12). Where the names leave a choice, a release whose own input this machine has
-(its cuDNN wheel or zip beside the app, its wheel in the wheel cache) comes first: the
+(its cuDNN wheel or zip in the project, its wheel in the wheel cache) comes first: the
 spec then packs from what is there. An app that shows none and has no such input gets
 the default recipe, and the spec says so.
 """
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.framework_facts import FrameworkFacts, fits
 from bundler.init_inputs import ReleaseInput
 from bundler.pack.app_scan import AppScan, Need
 from bundler.platforms import Platform
@@ -35,6 +36,9 @@ _NOT_THE_APPS = {"site-packages", "__pycache__", "Lib", "node_modules", "dist", 
 _SCRIPT_DEPTH = 3
 _MAX_SCRIPTS = 500
 _MAX_SCRIPT_BYTES = 1 << 20
+# What pack's copy of the app leaves out (builders/folder.py): not the app's, so nothing
+# in it is a need or a copy (a file name there could be anything a checkout holds).
+_VCS = ".git"
 
 
 @dataclass(frozen=True)
@@ -50,18 +54,26 @@ class Choice:
 
 
 def choose(scan: AppScan, platform: Platform, folder: Path,
-           found: Sequence[ReleaseInput] = (), named: Sequence[Need] = ()) -> Choice:
+           found: Sequence[ReleaseInput] = (), named: Sequence[Need] = (),
+           pinned: Sequence[FrameworkFacts] = ()) -> Choice:
     """What to write for an app whose scan is `scan`; `folder`: the spec's folder;
     `found`: the releases whose own inputs this machine has; `named`: the DLLs the
     app's scripts name (named_in_scripts), which decide among those where the app's
-    binaries show none."""
+    binaries show none; `pinned`: the frameworks its requirements file pins, for an app
+    with no site-packages (init_requirements.py)."""
     key = platform.name_key
-    needs = [n for n in scan.needs if key(n.dll) not in scan.shipped]
-    copies = tuple(sorted({f"{n.dll} ({scan.shipped[key(n.dll)]})" for n in scan.needs
-                           if key(n.dll) in scan.shipped}))
+    in_app = [n for n in scan.needs if not _in_vcs(n.by)]
+    shipped = {name: path for name, path in scan.shipped.items() if not _in_vcs(path)}
+    frameworks = [f for f in (*scan.framework_facts, *pinned) if not _in_vcs(f.file)]
+    in_app += [Need(name, f.title, "loaded by") for f in pinned
+               for name in (*f.loads, *(f.row.loads if f.row else ()))]
+    needs = [n for n in in_app if key(n.dll) not in shipped]
+    copies = tuple(sorted({f"{n.dll} ({shipped[key(n.dll)]})" for n in in_app
+                           if key(n.dll) in shipped}))
     names = list(dict.fromkeys(n.dll for n in needs))
-    if not names:
-        needs += [n for n in named if key(n.dll) not in scan.shipped]
+    constraining = [f for f in frameworks if _constrains(f)]
+    if not names and not constraining:
+        needs += [n for n in named if key(n.dll) not in shipped]
         fitting = [item for item in found if all(find_recipe(item.release.name, folder)
                                                  .supplier_of(n.dll) for n in named)]
         if fitting:
@@ -72,8 +84,19 @@ def choose(scan: AppScan, platform: Platform, folder: Path,
                "if the app needs another cuDNN or CUDA, name that release here (`bundler "
                "recipes` lists them)")
         return _with_components(find_recipe(DEFAULT_RECIPE, folder), why, needs, copies)
-    recipe, reasons = _newest_supplying(names, platform, folder, found)
+    recipe, reasons = _newest_supplying(names, constraining, platform, folder, found)
     return _with_components(recipe, reasons, needs, copies)
+
+
+def _in_vcs(path: str) -> bool:
+    return _VCS in path.split("/")
+
+
+def _constrains(facts: FrameworkFacts) -> bool:
+    """Whether the framework's figures rule out some release (torch's own runtime and a
+    CPU build need none)."""
+    return not facts.ships_own_runtime and facts.gpu_build and bool(
+        facts.cudnn_minimum()[0] or facts.cuda_needed()[0])
 
 
 def _from_input(fitting: Sequence[ReleaseInput], named: Sequence[Need], folder: Path,
@@ -133,30 +156,65 @@ def _scripts(app: Path) -> list[Path]:
     return found[:_MAX_SCRIPTS]
 
 
-def _newest_supplying(names: list[str], platform: Platform, folder: Path,
-                      found: Sequence[ReleaseInput]) -> tuple[Recipe, tuple[str, ...]]:
+def _newest_supplying(names: list[str], frameworks: Sequence[FrameworkFacts],
+                      platform: Platform, folder: Path, found: Sequence[ReleaseInput]
+                      ) -> tuple[Recipe, tuple[str, ...]]:
+    """The newest release that ships every name and serves every framework (their own
+    figures: framework_facts.fits, pack's rule), those whose input is here first, then
+    those bundler fetches itself (NVIDIA's PyPI wheel) before login-only zips."""
     shown = ", ".join(names)
+    serves = "; ".join(_figures(f) for f in frameworks)
     tried: list[Recipe] = []
     have = {item.release.name: item for item in found}
-    candidates = _candidates(names, platform)
-    # Those whose input is here first (newest first), then the others.
-    candidates.sort(key=lambda release: release.name not in have)
+    candidates = [r for r in _candidates(names, platform)
+                  if all(fits(f, r.cuda, r.cudnn) is None for f in frameworks)]
+    candidates.sort(key=lambda r: (r.name in have, _fetchable(r)), reverse=True)  # stable
     for release in candidates[:_TRIES]:
         recipe = find_recipe(release.name, folder)
         if all(recipe.supplier_of(name) for name in names):
-            here = have.get(release.name)
-            which = (f"the newest cuDNN release whose own input is here ({here.path.name}, "
-                     f"{here.where}) that ships" if here else
-                     "the newest cuDNN release that ships")
-            return recipe, (f"{which} every CUDA/cuDNN DLL the app needs ({shown}): "
-                            f"cuDNN {recipe.cudnn} for CUDA {recipe.cuda}",
-                            f"another release: `bundler recipes cudnn{release.major}` lists "
-                            "this family's (any name it prints goes here)")
+            return recipe, _why(release, recipe, have.get(release.name), candidates, shown,
+                                serves)
         tried.append(recipe)
     recipe = tried[0] if tried else find_recipe(DEFAULT_RECIPE, folder)
-    return recipe, (f"no cuDNN release bundler knows ships all of {shown}; this one is the "
-                    "closest it found, and `bundler pack` names what it lacks",
+    wanted = " and ".join(filter(None, (f"ships all of {shown}" if shown else "",
+                                        f"serves {serves}" if serves else "")))
+    return recipe, (f"TO DECIDE: no cuDNN release bundler knows {wanted}; this one is "
+                    "the closest it found, and `bundler pack` names what it lacks",
                     "`bundler recipes` lists every family and release")
+
+
+def _fetchable(release: Release) -> bool:
+    """NVIDIA publishes it as a PyPI wheel, which pack fetches itself (a zip of NVIDIA's
+    developer site needs the user's login)."""
+    return release.wheel is not None and not release.wheel.yanked
+
+
+def _figures(facts: FrameworkFacts) -> str:
+    cudnn, cudnn_by = facts.cudnn_minimum()
+    cuda, cuda_by = facts.cuda_needed()
+    said = [f"CUDA {cuda} ({cuda_by})" if cuda else "",
+            f"cuDNN {cudnn} or newer ({cudnn_by})" if cudnn else ""]
+    return f"{facts.title}: {', '.join(filter(None, said))}"
+
+
+def _why(release: Release, recipe: Recipe, here: ReleaseInput | None,
+         candidates: Sequence[Release], shown: str, serves: str) -> tuple[str, ...]:
+    which = (f"the newest cuDNN release whose own input is here ({here.path.name}, "
+             f"{here.where})" if here else
+             "the newest cuDNN release bundler fetches itself (NVIDIA's PyPI wheel)"
+             if _fetchable(release) else "the newest cuDNN release")
+    what = " and ".join(filter(None, (
+        f"ships every CUDA/cuDNN DLL the app needs ({shown})" if shown else "",
+        f"serves every framework in it ({serves})" if serves else "")))
+    why = [f"{which} that {what}: cuDNN {recipe.cudnn} for CUDA {recipe.cuda}"]
+    newer = [r.name for r in candidates if version_key(r.cudnn) > version_key(release.cudnn)
+             and not _fetchable(r)][:1]
+    if newer and not here:
+        why.append(f"newer: {newer[0]}, NVIDIA's zip only (a download behind NVIDIA's "
+                   "login: give it in [sources] to use it)")
+    why.append(f"another release: `bundler recipes cudnn{release.major}` lists this "
+               "family's (any name it prints goes here)")
+    return tuple(why)
 
 
 def _candidates(names: list[str], platform: Platform) -> list[Release]:

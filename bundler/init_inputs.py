@@ -1,13 +1,15 @@
 """`bundler init`: where this machine keeps a recipe's inputs, for the spec's [sources].
 
 Each source the chosen components use is looked for, in this order: a path given to
-init (`--source ID=PATH`); beside the app (the spec's folder and its subfolders, a few
-levels deep, then the folders beside the spec's: a downloads folder shared by projects):
-a zip or wheel holding the source's members, a folder holding them; then the places
-`bundler pack` looks itself (the recipe's environment variables, the wheel cache, pip),
-which need no line in the spec. What is found nowhere is left as a comment saying what
-to give. The cuDNN wheels and zips found there (by NVIDIA's file names) and the pinned
-wheels in the wheel cache also name their releases, which init_choice.py prefers.
+init (`--source ID=PATH`); in the project (the spec's folder and its subfolders, a few
+levels deep): a zip or wheel holding the source's members, a folder holding them; then
+the places `bundler pack` looks itself (the recipe's environment variables, the wheel
+cache, pip), which need no line in the spec; last, the folders beside the spec's (a
+sibling checkout, a shared downloads or temp folder: anyone may have put a file there),
+written with a comment and a warning that say it lies outside the project. What is
+found nowhere is left as a comment saying what to give. The cuDNN wheels and zips found
+in the project (by NVIDIA's file names) and the pinned wheels in the wheel cache also
+name their releases, which init_choice.py prefers; those beside the project do not.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from bundler.releases.catalogue import Release, catalogue_releases
 MAX_DEPTH = 4          # folders below the spec's folder searched for inputs
 MAX_ENTRIES = 20_000   # a spec beside a huge tree (a home folder) must not stall init
 _SKIPPED = {"__pycache__", "node_modules", "dist", "build", "site-packages"}
+OUTSIDE = "OUTSIDE THE PROJECT"   # the mark of an input found beside the project
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class FoundInput:
     path: Path | None
     note: str
     example: str = ""   # a commented-out line to fill in, where no path is written
+    outside: bool = False   # found beside the project, not in it: said loudly
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,10 @@ class Nearby:
 
     archives: tuple[Path, ...]   # *.zip and *.whl
     folders: tuple[Path, ...]
+    project: Path = Path("/")    # the spec's folder: what lies elsewhere is not the project's
+
+    def outside(self, path: Path) -> bool:
+        return self.project != path and self.project not in path.parents
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,7 @@ class ReleaseInput:
 
     release: Release
     path: Path
-    where: str   # "beside the app", "in the wheel cache"
+    where: str   # "in the project", "in the wheel cache"
 
 
 def find_inputs(recipe: Recipe, source_ids: list[str], nearby: Nearby,
@@ -76,9 +84,9 @@ def _find(spec: SourceSpec, nearby: Nearby, given: Mapping[str, Path],
           environ: Mapping[str, str], cuda: str) -> FoundInput:
     if spec.id in given:
         return FoundInput(spec, given[spec.id], "given to bundler init")
-    found = _match(spec, nearby)
+    found = _match(spec, nearby, inside=True)
     if found is not None:
-        return FoundInput(spec, found, "found beside the app: it holds the files the "
+        return FoundInput(spec, found, "found in the project: it holds the files the "
                           f"recipe takes from {_what(spec)}")
     for variable in spec.env:
         if environ.get(variable):
@@ -90,6 +98,13 @@ def _find(spec: SourceSpec, nearby: Nearby, given: Mapping[str, Path],
                  "pack fetches it with pip into the wheel cache (--offline refuses to)")
         return FoundInput(spec, None, f"{_what(spec)}: {where}; or give a wheel you "
                           "downloaded:", _example(spec, cuda))
+    found = _match(spec, nearby, inside=False)
+    if found is not None:
+        return FoundInput(spec, found, f"{OUTSIDE}: found in {found.parent}, beside the "
+                          f"project's folder, not in it (it holds the files the recipe "
+                          f"takes from {_what(spec)}); anyone who can write there chose "
+                          "this file: check it is the one you mean, or move it into the "
+                          "project", outside=True)
     found_by = f" (or set {' or '.join(spec.env)})" if spec.env else ""
     return FoundInput(spec, None, f"TO DECIDE: {_what(spec)} was not found beside the "
                       f"app: give its path here{found_by}, e.g.", _example(spec, cuda))
@@ -121,7 +136,7 @@ def nearby(spec_folder: Path, app: Path) -> Nearby:
     if spec_folder.parent != spec_folder:
         more = _walk(spec_folder.parent, {app, spec_folder})
         archives, folders = archives + more[0], folders + more[1]
-    return Nearby(tuple(archives), tuple(folders))
+    return Nearby(tuple(archives), tuple(folders), spec_folder)
 
 
 def _resolved(path: Path) -> Path | None:
@@ -165,9 +180,9 @@ def _walk(root: Path, skip: set[Path]) -> tuple[list[Path], list[Path]]:
 
 def release_inputs(found: Nearby, release_suffix: str,
                    environ: Mapping[str, str]) -> list[ReleaseInput]:
-    """The releases (of this platform) whose cuDNN wheel or zip lies beside the app, by
+    """The releases (of this platform) whose cuDNN wheel or zip lies in the project, by
     NVIDIA's file name, then those whose pinned cuDNN wheel is in the wheel cache (a
-    pack of it ran here): each once, beside the app first."""
+    pack of it ran here): each once, the project's first."""
     releases = [r for r in catalogue_releases() if r.platform == release_suffix
                 and not (r.wheel is not None and r.wheel.yanked)]
     by_file: dict[str, Release] = {}
@@ -177,8 +192,10 @@ def release_inputs(found: Nearby, release_suffix: str,
                   for name in (archive.file_name, *archive.also_named)]
         for name in names:
             by_file.setdefault(name.lower(), release)
-    inputs = [ReleaseInput(by_file[path.name.lower()], path, "beside the app")
-              for path in found.archives if path.name.lower() in by_file]
+    # Only the project's: a zip in a folder beside it must not choose the release.
+    inputs = [ReleaseInput(by_file[path.name.lower()], path, "in the project")
+              for path in found.archives
+              if path.name.lower() in by_file and not found.outside(path)]
     root = cache_root(environ)
     for release in releases:
         cached_wheel = cached_file(root, release.wheel.sha256, "*.whl") \
@@ -191,19 +208,22 @@ def release_inputs(found: Nearby, release_suffix: str,
     return list(kept.values())
 
 
-def _match(spec: SourceSpec, nearby: Nearby) -> Path | None:
-    """The first input beside the app that holds every member the source must have."""
+def _match(spec: SourceSpec, nearby: Nearby, inside: bool) -> Path | None:
+    """The first input in the project (`inside`), else beside it, that holds every
+    member the source must have."""
     if spec.kind in ("archive", "wheel"):
         prefix = f"{spec.root}/" if spec.root else ""
         wanted = {prefix + member for member in spec.contents}
         for path in nearby.archives:
+            if nearby.outside(path) == inside:
+                continue
             if spec.kind == "wheel" and path.name != spec.file_name:
                 continue   # a pinned wheel has one name; others are not it
             if wanted <= _members(path):
                 return path
         return None
-    return next((folder for folder in nearby.folders
-                 if all((folder / member).is_file() for member in spec.contents)), None)
+    return next((folder for folder in nearby.folders if nearby.outside(folder) != inside
+                 and all((folder / member).is_file() for member in spec.contents)), None)
 
 
 def _members(path: Path) -> set[str]:

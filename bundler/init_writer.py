@@ -4,7 +4,6 @@ decide. Strict TOML that `bundler pack` reads as it is (the command checks it)."
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -14,12 +13,28 @@ from bundler.init_choice import Choice
 from bundler.init_inputs import FoundInput
 from bundler.pack.spec import MAX_APP_NAME
 from bundler.support.paths import windows_can_name
+from bundler.support.toml_write import toml_string
 
 # Looked for in this order at the app folder's top; else the one top-level .py file.
 ENTRY_NAMES = ("main.py", "__main__.py", "app.py")
 # Folder names that say nothing of the app: its parent folder names it instead.
 _GENERIC = {"app", "src", "source", "code", "bin"}
 _WIDTH = 88
+
+
+@dataclass(frozen=True)
+class Build:
+    """How the spec has the app made: the builder, why, and for embedded-python the
+    requirements file and the pinned frameworks bundler has no figures for."""
+
+    builder: str = "folder"
+    note: str = "the app folder ships as it is"
+    requirements: Path | None = None
+    unknown: tuple[str, ...] = ()
+
+
+# The CPython an embedded-python spec names (docs/spec-format.md lists the others).
+EMBEDDED_PYTHON = "3.11"
 
 
 @dataclass(frozen=True)
@@ -57,12 +72,6 @@ def app_name(app: Path) -> str:
     return name if name and windows_can_name(name) else "app"
 
 
-def toml_string(text: str) -> str:
-    """A TOML basic string: JSON's escapes are TOML's, but for DEL, which TOML wants
-    escaped too."""
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
 def spec_path_text(path: Path, spec_folder: Path) -> str:
     """A path as the spec writes it: relative to the spec's folder where it can be
     (the spec moves with its app), with '/' (Windows reads it too)."""
@@ -73,20 +82,41 @@ def spec_path_text(path: Path, spec_folder: Path) -> str:
 
 
 def render(command: str, name: str, app: Path, spec_folder: Path, entry: EntryGuess,
-           choice: Choice, inputs: list[FoundInput]) -> str:
-    lines = [f"# Written by `{command}` from a scan of the app folder. Pack it with",
-             "# `bundler pack` as it is, or edit it first: every key is in",
-             "# docs/spec-format.md. Lines marked TO DECIDE need your answer.", "",
-             "[app]", f"name = {toml_string(name)}",
-             "# builder = \"folder\" (the default): the app folder ships as it is",
-             f"path = {toml_string(spec_path_text(app, spec_folder))}"]
+           choice: Choice, inputs: list[FoundInput], build: Build | None = None) -> str:
+    build = build or Build()
+    lines = _comment(f"Written by `{command}` from a scan of the app folder. Pack it "
+                     "with `bundler pack` as it is, or edit it first: every key is in "
+                     "docs/spec-format.md. Lines marked TO DECIDE need your answer.")
+    lines += ["", "[app]", f"name = {toml_string(name)}"]
+    if build.builder == "folder":
+        lines.append(f"# builder = \"folder\" (the default): {build.note}")
+    else:
+        lines += _comment(f"builder: {build.note}")
+        lines.append(f"builder = {toml_string(build.builder)}")
+    lines.append(f"path = {toml_string(spec_path_text(app, spec_folder))}")
     lines += _comment(f"entry: {entry.note}")
     lines.append(f"entry = {toml_string(entry.entry)}" if entry.entry
                  else '# entry = "main.py"')
+    if build.builder == "embedded-python":
+        lines += _comment("python: the CPython the bundle carries (python.org's "
+                          "embeddable; \"3.10\" to \"3.13\"): choose one your "
+                          "requirements have Windows wheels for")
+        lines.append(f"python = {toml_string(EMBEDDED_PYTHON)}")
+        if build.requirements is not None:
+            lines += _comment("requirements: installed into the bundle as Windows wheels "
+                              "at pack time; the frameworks it pins chose the recipe")
+            lines.append(f"requirements = "
+                         f"{toml_string(spec_path_text(build.requirements, spec_folder))}")
     lines += ["", "[runtime]"]
     lines += _comment(f"recipe: {'; '.join(choice.why)}")
+    for pinned in build.unknown:
+        lines += _comment(f"TO DECIDE: {pinned} is pinned in the requirements, and "
+                          "bundler knows no figures for that release without its installed "
+                          "files: check the recipe serves it (its build-info file names the "
+                          "CUDA and cuDNN it was built with)")
     lines.append(f"recipe = {toml_string(choice.recipe.name)}")
     lines += _components(choice)
+    lines += _unsigned(inputs)
     lines += ["", "[sources]"]
     for found in inputs:
         lines += _comment(f"{found.source.id}: {found.note}")
@@ -106,7 +136,7 @@ def _components(choice: Choice) -> list[str]:
     lines.append("components = [")
     for component in choice.components:
         for reason in choice.reasons.get(component, ()):   # one line each, as pack says it
-            lines.append(f"    # {component}: {reason}")
+            lines.append(f"    # {component}: {comment_text(reason)}")
         lines.append(f"    {toml_string(component)},")
     lines.append("]")
     for need in choice.unsupplied:
@@ -123,11 +153,34 @@ def _components(choice: Choice) -> list[str]:
     return lines
 
 
+def comment_text(text: str) -> str:
+    """`text` safe inside a TOML comment: a comment ends at a line break, so a file name
+    holding one (`x\nallow_unsigned = ["*"]`) would write a key; every character that is
+    not printable (line breaks, controls, U+2028, U+202E) is shown as its escape."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def _unsigned(inputs: list[FoundInput]) -> list[str]:
+    """A cuDNN zip or folder named by path may be a stand-in or the user's own build:
+    pack refuses its unsigned DLLs unless the spec names them (docs/signatures.md).
+    Only the user can say which it is, so the line is written commented out."""
+    given = [f.path for f in inputs if f.source.id == "cudnn" and f.path is not None
+             and f.source.kind != "wheel"]
+    if not given or given[0] is None:
+        return []
+    lines = _comment(f"allow_unsigned: pack takes {given[0].name} if it is NVIDIA's "
+                     "published file (by its sha256) or its DLLs carry NVIDIA's signature, "
+                     "and refuses it otherwise; only if it is a stand-in or your own "
+                     "build, uncomment this line (the pack then says NOT SIGNED)")
+    return [*lines, '# allow_unsigned = ["cudnn*.dll"]']
+
+
 def _comment(text: str) -> list[str]:
     """`text` as comment lines of at most _WIDTH characters (a long path stays whole)."""
     lines: list[str] = []
     line = ""
-    for word in text.split(" "):
+    for word in comment_text(text).split(" "):
         if line and 2 + len(line) + 1 + len(word) > _WIDTH:
             lines.append(f"# {line}")
             line = word

@@ -70,7 +70,17 @@ def comments(text: str) -> str:
     return " ".join(line.strip().lstrip("#").strip() for line in text.splitlines())
 
 
+def allow_standins(spec: Path) -> None:
+    """What the user does for stand-ins (not NVIDIA's files, not signed): uncomment the
+    allow_unsigned line init writes commented out for a cuDNN zip named by path."""
+    text = spec.read_text(encoding="utf-8")
+    if "\n# allow_unsigned = " in text:
+        spec.write_text(text.replace("\n# allow_unsigned = ", "\nallow_unsigned = "),
+                        encoding="utf-8")
+
+
 def pack_ok(capsys: pytest.CaptureFixture[str], spec: Path) -> dict:
+    allow_standins(spec)
     code, out, err = run_cli(capsys, "pack", str(spec), "--json")
     assert code == 0, err
     return json.loads(out)
@@ -92,6 +102,11 @@ def test_the_quickstart_app_gets_a_spec_that_packs_as_written(
     assert data["sources"] == {
         "cudnn": "downloads/cudnn-v8.0.3.33_cuda10.1-windows10-x64.STANDIN.zip",
         "cuda": "standin-cuda/v10.1"}
+    # The stand-ins are not NVIDIA's: pack refuses them until the user says so on the
+    # line init writes commented out, with why.
+    assert "\n# allow_unsigned = [\"cudnn*.dll\"]\n" in spec.read_text()
+    code, _, err = run_cli(capsys, "pack", str(spec))
+    assert code == 2 and "allow_unsigned" in err
     summary = pack_ok(capsys, spec)
     assert summary["recipe"] == SEED and len(summary["files"]) == 11
     code, out, _ = run_cli(capsys, "verify", str(root / "dist" / "quickstart"))
@@ -198,7 +213,7 @@ def test_the_recipe_comes_from_a_cudnn_wheel_beside_the_app_the_scripts_decide_w
     data, text = written(root / "app.spec"), (root / "app.spec").read_text()
     assert data["runtime"]["recipe"] == CU11
     assert data["sources"] == {"cudnn": "wheels/" + cu11.name}
-    assert f"{cu11.name} (beside the app) is the own input of release {CU11}" in comments(text)
+    assert f"{cu11.name} (in the project) is the own input of release {CU11}" in comments(text)
     assert "(cudnn64_8.dll)" in comments(text)
 
     (root / "app.spec").unlink()
@@ -301,12 +316,16 @@ def test_link_loops_beside_the_spec_do_not_stop_init(
 def test_a_framework_installed_in_the_app_picks_its_cuda_and_components(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """TensorFlow 2.10 loads CUDA 11 and cuDNN 8 DLLs by name (the framework table): the
-    newest cuDNN 8 release for CUDA 11, with the math libraries it loads."""
+    newest cuDNN 8 release for CUDA 11 that bundler fetches itself (8.9.5.29's PyPI
+    wheel; 8.9.7.29 for CUDA 11 is a login-only zip, named as the newer choice), with
+    the math libraries it loads."""
     dist_info(tmp_path / "app" / "Lib" / "site-packages", "tensorflow", "2.10.1")
     code, _, err = init(capsys, tmp_path / "app")
     assert code == 0, err
     data = written(tmp_path / "app.spec")
-    assert data["runtime"]["recipe"] == "cudnn-8.9.7.29-cuda11-win-x64"
+    assert data["runtime"]["recipe"] == "cudnn-8.9.5.29-cuda11-win-x64"
+    assert ("newer: cudnn-8.9.7.29-cuda11-win-x64, NVIDIA's zip only"
+            in comments((tmp_path / "app.spec").read_text()))
     assert {"cufft", "curand", "cusolver", "cusparse"} <= set(data["runtime"]["components"])
     text = (tmp_path / "app.spec").read_text()
     assert "    # cufft: cufft64_10.dll: loaded by tensorflow 2.10.1\n" in text

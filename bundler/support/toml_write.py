@@ -52,9 +52,13 @@ def _key(key: str) -> str:
     return key if bare else _string(key)
 
 
-def _string(text: str) -> str:
-    # JSON's escapes are valid TOML basic-string escapes for every character.
-    return json.dumps(text, ensure_ascii=False)
+def toml_string(text: str) -> str:
+    """A TOML basic string for any text: JSON's escapes are valid TOML escapes, and
+    DEL, which JSON leaves bare but TOML forbids there, is escaped too."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+_string = toml_string
 
 
 def _value(value: Any, indent: int) -> str:
