@@ -93,8 +93,9 @@ def app_environment(root: Path, platform: Platform, named: Path | None = None,
         folders = interpreter_site_packages()
         imported = imported_modules(root, skip)
         parts.append(_part(folders, f"the Python bundler runs under ({sys.executable}: "
-                           f"{', '.join(str(f) for f in folders) or 'no site-packages'}), "
-                           "for the frameworks the app's scripts import", imported, platform))
+                           f"{', '.join(str(f) for f in folders) or 'no site-packages'}; "
+                           "a framework counts where the app's scripts import it)", imported,
+                           platform))
     if not parts:
         return Environment("none (the app carries no site-packages, and the Python that "
                            "runs it is not on this machine: name its site-packages with "
@@ -198,8 +199,9 @@ def _part(folders: tuple[Path, ...], described: str, imported: frozenset[str] | 
                 loaders.setdefault(key, PathLoader(name, dist.version, opens[key]))
             elif key.startswith(_NVIDIA) and key not in wheels:
                 files = tuple(sorted(str(f).replace(os.sep, "/") for f in dist.files or ()))
+                # Present ones only: a library left out of a wheel stays in its RECORD.
                 libraries = tuple(f for f in files if platform.is_library(PurePosixPath(f).name)
-                                  and not f.startswith(".."))
+                                  and not f.startswith("..") and (folder / f).is_file())
                 wheels[key] = NvidiaWheel(name, dist.version, folder, libraries, files)
     return Environment(described, folders, tuple(loaders[k] for k in sorted(loaders)),
                        tuple(wheels[k] for k in sorted(wheels)))

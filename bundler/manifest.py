@@ -109,6 +109,16 @@ class BuiltFile:
 
 
 @dataclass(frozen=True)
+class InputTrust:
+    """How one input (a recipe source) was vouched for by the pack that made the bundle:
+    "verified by sha256 …", "7 file(s) verified by NVIDIA Corporation's signature",
+    "NOT SIGNED: not NVIDIA's published file: …" (bundler/pack/signatures.py)."""
+
+    source: str
+    trust: str
+
+
+@dataclass(frozen=True)
 class Manifest:
     recipe: RecipeRef
     platform: str
@@ -124,6 +134,9 @@ class Manifest:
     # Files the builder added beside the app, sorted; left out of the JSON when none
     # (a folder or PyInstaller app), so their manifests are what they were.
     built: tuple[BuiltFile, ...] = ()
+    # What the pack checked of each input, by source id; left out of the JSON when none
+    # (a manifest written before it was recorded).
+    inputs: tuple[InputTrust, ...] = ()
 
     def to_bytes(self) -> bytes:
         """Deterministic: sorted keys, no timestamps, so equal inputs give equal bytes."""
@@ -257,7 +270,13 @@ def parse_manifest(data: object, path: Path) -> Manifest:
         require_driver=reader.flag(top, "require_driver"),
         format=version,
         built=tuple(_built_file(reader, item, index) for index, item
-                    in enumerate(reader.list(top, "built") if "built" in top else [])))
+                    in enumerate(reader.list(top, "built") if "built" in top else [])),
+        inputs=tuple(InputTrust(reader.text(reader.table(item, f"inputs[{index}]"), "source",
+                                            f"inputs[{index}]"),
+                                reader.text(reader.table(item, f"inputs[{index}]"), "trust",
+                                            f"inputs[{index}]"))
+                     for index, item in enumerate(reader.list(top, "inputs")
+                                                  if "inputs" in top else [])))
     listed = {entry.path for entry in manifest.files}
     unlisted = [relpath for relpath in manifest.load_order if relpath not in listed]
     if unlisted:

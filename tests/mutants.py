@@ -98,6 +98,37 @@ MUTANTS = (
     Mutant("no-system32-check", "doctor: the System32/VC++ presence check is off",
            BUNDLE_CHECKS, 'if dep.status == "system" and system and not '
            "_system_dll_present(dep.name, system):", "if False:", DOCTOR_TESTS),
+    Mutant("optional-signature-without-hash", "signature_optional lets an unsigned DLL "
+           "through without a known sha256", "bundler/pack/signatures.py",
+           "elif found.status == UNSIGNED and item.file.signature_optional \\\n"
+           "                and vouched.get(item.file.source):",
+           "elif found.status == UNSIGNED and item.file.signature_optional:",
+           ("tests/test_trust_ladder.py",)),
+    Mutant("known-hashes-without-the-catalogue", "an archive's known sha256 is the recipe "
+           "pin alone, not NVIDIA's archive as the catalogue records it",
+           "bundler/pack/signatures.py",
+           'release = find_release(recipe.name) if spec.kind == "archive" else None',
+           "release = None", ("tests/test_trust_ladder.py",)),
+    Mutant("trust-line-is-the-recipes-text", "the summary's input line is the recipe's "
+           "static text, not what the pack checked", "bundler/pack/signatures.py",
+           "    own = [entry for entry in files if entry.source == sid]\n",
+           "    return recipe.sources[sid].trust\n", ("tests/test_trust_ladder.py",)),
+    Mutant("manifest-without-inputs", "the manifest does not record how each input was "
+           "vouched for", "bundler/pack/emit.py",
+           "require_driver=require_driver, built=built,\n"
+           "        inputs=tuple(InputTrust(sid, text) for sid, text in "
+           "sorted(resolved.trust.items())))",
+           "require_driver=require_driver, built=built)", ("tests/test_trust_ladder.py",)),
+    Mutant("release-number-only-where-named", "cudnnGetVersion is compared only in the DLL "
+           "the recipe names (the shim's is not read)", "bundler/pack/resolve.py",
+           "elif number is not None and number != wanted:",
+           "elif number is not None and number != wanted and file.cudnn_get_version:",
+           ("tests/test_release_evidence.py",)),
+    Mutant("file-version-release-ignored", "a FileVersion naming another cuDNN release is "
+           "not compared", "bundler/pack/resolve.py",
+           "if said and not file.version and _is_cudnn(recipe.target, name) and",
+           "if False and said and not file.version and _is_cudnn(recipe.target, name) and",
+           ("tests/test_release_evidence.py",)),
     Mutant("lock-pins-no-manifest", "verify --lock ignores the lock's manifest and entry pins",
            "bundler/diagnose/verify.py", "    _check_locked_bundle(found, lock, report, hashes)\n",
            "", ("tests/test_lock_bundle.py",)),

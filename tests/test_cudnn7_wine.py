@@ -103,7 +103,9 @@ def test_a_pinned_cudnn_7_release_refuses_an_archive_that_is_not_the_published_o
 def test_an_era_whose_signing_is_unknown_checks_a_signature_only_where_present(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """cuDNN 8.0-8.8 exist only as NVIDIA's login-only zips: whether NVIDIA signed them is
-    not known, so unsigned DLLs pass without allow_unsigned (and are recorded unsigned)."""
+    not known, so an unsigned DLL passes only in a zip verified by a known sha256 (the
+    trust ladder, tests/test_trust_ladder.py); this release has none recorded, so the
+    unsigned stand-ins are refused unless allow_unsigned names them."""
     require_toolchain()
     from tests.winenv.build import build_runtime, make_nvidia_zip, make_toolkit
 
@@ -116,10 +118,15 @@ def test_an_era_whose_signing_is_unknown_checks_a_signature_only_where_present(
     spec.write_text('[app]\nname = "app"\npath = "app"\n[runtime]\n'
                     'recipe = "cudnn-8.1.1.33-cuda10.2-win-x64"\n[sources]\n'
                     f'cudnn = "{archive.as_posix()}"\ncuda = "{toolkit.as_posix()}"\n')
+    code, _, err = run_cli(capsys, "pack", spec, "--json")
+    assert code == 2 and "must be signed by 'NVIDIA Corporation'" in err
+    spec.write_text(spec.read_text().replace("[sources]", 'allow_unsigned = ["cudnn*"]\n'
+                                             "[sources]"))
     code, out, err = run_cli(capsys, "pack", spec, "--json")
     assert code == 0, err
     summary = json.loads(out)
-    assert {f["signature"] for f in summary["files"] if f["name"].startswith("cudnn")} == {""}
+    assert {f["signature"] for f in summary["files"] if f["name"].startswith("cudnn")} == {
+        "allowed-unsigned"}
     assert "not checked" not in summary["inputs_trusted"]["cudnn"]   # 8101, read and right
 
     # The era's cudnnGetVersion code was never seen: code bundler cannot read (here

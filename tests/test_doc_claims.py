@@ -43,3 +43,25 @@ def test_report_returns_what_the_docs_list_and_prints_nothing(
     assert capsys.readouterr() == ("", "")
     assert set(report) == {"recipe", "versions", "runtime_dir", "driver", "dlls"}
     assert set(report) <= set(listed)
+
+
+def test_readme_quickstart_and_signatures_md_state_the_trust_ladder_the_pack_applies() -> None:
+    """Issue 28: README, the quickstart's spec and signatures.md once disagreed about
+    which rule holds for the seed's zip. Each states the ladder (hash, else signature,
+    else refused unless allow_unsigned, then NOT SIGNED), with the seed's known sha256
+    as the code knows it and who recorded it, and none the old "where present" rule."""
+    from bundler.pack.signatures import known_hashes
+    from bundler.recipe import find_recipe
+
+    seed = known_hashes(find_recipe("cudnn-8.0.3.33-cuda10.1-win-x64", PROJECT_ROOT), "cudnn")
+    assert len(seed) == 1 and "recorded by a third party" in seed[0].what
+    texts = {name: " ".join((PROJECT_ROOT / name).read_text().split()) for name in
+             ("README.md", "examples/quickstart/app.spec", "docs/signatures.md")}
+    for name, text in texts.items():
+        for claim in ("sha256", "signature", "refused", "allow_unsigned", "NOT SIGNED",
+                      "third party", "any file name"):
+            assert claim in text, f"{name} does not say {claim!r}"
+        assert "where present" not in text and "none is accepted" not in text, name
+    for name in ("examples/quickstart/app.spec", "docs/signatures.md"):
+        assert seed[0].sha256[:8] in texts[name], name
+    assert seed[0].sha256 in texts["docs/signatures.md"]

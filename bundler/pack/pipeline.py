@@ -124,7 +124,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                                       spec.runtime_dir, made.resolved, bootstrap,
                                       spec.require_driver, built_files(app_root, built.made))
             write_manifest(runtime_dir / MANIFEST_NAME, manifest)
-            identities = _identities(sources, staged, reuse.identities)
+            identities = made.identities
             lock = _lock(spec, recipe, selection, sources, staged, identities,
                          bundle_record(app_root, runtime_dir / MANIFEST_NAME,
                                        manifest.bootstrap.entry))
@@ -149,9 +149,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             zipped.discard()   # a zip not published (the swap failed) is removed
     ways = Counter(reuse.origin.get(item.file.source, "read") for item in staged)
     origin = RuntimeOrigin(files=dict(ways), linked=reuse.linked, copied=reuse.copied)
-    unchecked = made.resolved.unchecked
-    trust = {sid: "; ".join([recipe.sources[sid].trust, *unchecked.get(sid, [])])
-             for sid in sorted(sources)}
+    trust = dict(made.resolved.trust)
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
                       reasons=selection.reasons, trust=trust, skipped=built.skipped,
                       warnings=tuple(warnings), lock_changes=settled.changes,
@@ -200,6 +198,7 @@ class _Runtime:
     staged: list[StagedFile]      # in the recipe's order
     reuse: Reuse                  # what was taken from the store or the previous bundle
     resolved: ResolvedRuntime     # checked, signatures recorded
+    identities: dict[str, str]    # each input's sha256, as the lock pins it
 
 
 def _make_runtime(spec: Spec, recipe: Recipe, selection: Selection,
@@ -225,9 +224,10 @@ def _make_runtime(spec: Spec, recipe: Recipe, selection: Selection,
         staged = [by_name[f.name] for f in files]
         origins = {sid: str(s.location) for sid, s in sources.items()}
         resolved = resolve(recipe, selection.components, staged, origins, libraries)
+        identities = _identities(sources, staged, reuse.identities)
         resolved = check_signatures(recipe, staged, resolved, spec.allow_unsigned,
-                                    origins, signatures)
-    return _Runtime(staged, reuse, resolved)
+                                    origins, signatures, identities)
+    return _Runtime(staged, reuse, resolved, identities)
 
 
 def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,

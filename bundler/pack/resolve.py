@@ -28,6 +28,8 @@ class ResolvedRuntime:
     # source id -> what could not be checked (an era whose files bundler never saw)
     unchecked: Mapping[str, list[str]] = field(default_factory=dict)
     min_glibc: str = ""     # the newest glibc a library needs (ELF); "" if none
+    # source id -> what this pack checked of the input (signatures.check_signatures)
+    trust: Mapping[str, str] = field(default_factory=dict)
 
 
 class LibraryReader:
@@ -40,9 +42,18 @@ class LibraryReader:
         self._platform = platform
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="library-facts")
         self._started: dict[Path, Future[LibraryFacts | None]] = {}
+        self._numbers: dict[Path, Future[int | None]] = {}
 
     def start(self, item: StagedFile) -> None:
         self._started[item.path] = self._pool.submit(_library_facts, self._platform, item)
+        self._numbers[item.path] = self._pool.submit(_release_number_in, self._platform, item)
+
+    def release_numbers(self, staged: list[StagedFile]) -> dict[str, int | None]:
+        """What each staged library's cudnnGetVersion returns, read from its code, by
+        file name (None: no such export, or code bundler cannot read)."""
+        return {item.file.name: (started.result() if (started := self._numbers.get(item.path))
+                                 else _release_number_in(self._platform, item))
+                for item in staged}
 
     def infos(self, staged: list[StagedFile]) -> dict[str, LibraryFacts]:
         """Each staged library's facts, by file name (one that cannot be read is left out:
@@ -62,6 +73,12 @@ class LibraryReader:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _release_number_in(platform: Platform, item: StagedFile) -> int | None:
+    if not platform.is_library_file(item.path):
+        return None
+    return platform.returned_constant(item.path, "cudnnGetVersion")
+
+
 def _library_facts(platform: Platform, item: StagedFile) -> LibraryFacts | None:
     try:
         return platform.read_library(item.path) if platform.is_library_file(item.path) else None
@@ -74,7 +91,9 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
     """`origins` maps a source id to where it was read from, for the error message.
     `reader`: where the libraries' facts were started as the files were staged."""
     infos = reader.infos(staged)
+    numbers = reader.release_numbers(staged)
     found = _check_all(recipe, staged, infos)
+    found += _check_release_evidence(recipe, staged, infos, numbers)
     if found:
         where = ", ".join(sorted({origins[item.file.source] for item, _ in found}))
         texts = "; ".join(problem.text for _, problem in found)
@@ -83,13 +102,7 @@ def resolve(recipe: Recipe, components: list[Component], staged: list[StagedFile
     files = [_bundled(s, infos.get(s.file.name)) for s in staged]
     order = load_order(recipe, components, infos)
     relpath = {s.file.name: s.relpath for s in staged}
-    unchecked: dict[str, list[str]] = {}
-    for item in staged:
-        if item.file.cudnn_get_version and item.file.name in infos \
-                and recipe.target.returned_constant(item.path, "cudnnGetVersion") is None:
-            unchecked.setdefault(item.file.source, []).append(
-                f"{item.file.name}'s cudnnGetVersion is code bundler cannot read: its "
-                "release is not checked")
+    unchecked = _without_evidence(recipe, staged, infos, numbers)
     glibc = [info.glibc for info in infos.values() if info.glibc]
     return ResolvedRuntime(files=files, load_order=[relpath[name] for name in order],
                            unchecked=unchecked,
@@ -138,22 +151,74 @@ def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, Librar
         elif name in infos:
             found += [(item, problem) for problem in _check_one(
                 recipe, name, item.file.version, infos[name], bundled)]
-            found += [(item, problem) for problem in _check_api_version(platform, item)]
     return found
 
 
-def _check_api_version(platform: Platform, item: StagedFile) -> list[Problem]:
-    """cuDNN's own number for its release, where the version resource is not it (cuDNN 7
-    carries the CUDA version there): what cudnnGetVersion returns, read from its code."""
-    wanted = item.file.cudnn_get_version
-    if not wanted:
-        return []
-    found = platform.returned_constant(item.path, "cudnnGetVersion")
-    if found == wanted or (found is None and item.file.cudnn_get_version_where_readable):
-        return []
-    said = "cannot be read" if found is None else f"returns {found}"
-    return [Problem("version", f"{item.file.name}: its cudnnGetVersion {said}, the recipe "
-                               f"expects {wanted}")]
+def release_number(cudnn: str) -> int:
+    """What cudnnGetVersion returns for a release (CUDNN_VERSION): 7605 for 7.6.5, 8003
+    for 8.0.3, 90100 for 9.1.0 (cuDNN 9 gave the minor two more digits)."""
+    major, minor, patch = (int(part) for part in (cudnn.split(".") + ["0", "0"])[:3])
+    return major * (10000 if major >= 9 else 1000) + minor * 100 + patch
+
+
+def _is_cudnn(platform: Platform, name: str) -> bool:
+    """A cuDNN library by its name (cudnn64_8.dll, cudnn_ops64_9.dll, libcudnn.so.9)."""
+    return platform.name_key(name).startswith(("cudnn", "libcudnn"))
+
+
+def _release_of_file_version(version: str, cudnn: str) -> str:
+    """`version` where it reads as a cuDNN release of the recipe's major ("8.0.5.39" for
+    8.0.3.33), else "" (NVIDIA's stale 6.14.11.6050 of cuDNN 8.0-8.9.3, the CUDA version
+    cuDNN 7 carries there: no claim about the release)."""
+    parts = version.split(".")
+    if len(parts) < 3 or not all(part.isdigit() for part in parts):
+        return ""
+    return version if parts[0] == cudnn.split(".")[0] else ""
+
+
+def _check_release_evidence(recipe: Recipe, staged: list[StagedFile],
+                            infos: Mapping[str, LibraryFacts],
+                            numbers: Mapping[str, int | None]) -> list[tuple[StagedFile, Problem]]:
+    """Every readable fact about the release must agree with the recipe: what any DLL's
+    cudnnGetVersion returns (the shim's included), and a FileVersion that reads as a
+    cuDNN release. The recipe's own `version` and `cudnn_get_version` checks stay where
+    they are given (a stale FileVersion is never compared)."""
+    found = []
+    for item in staged:
+        name, file = item.file.name, item.file
+        wanted = file.cudnn_get_version or release_number(recipe.cudnn)
+        number = numbers.get(name)
+        if number is None and file.cudnn_get_version and name in infos \
+                and not file.cudnn_get_version_where_readable:
+            found.append((item, Problem("version", f"{name}: its cudnnGetVersion cannot be "
+                                                   f"read, the recipe expects {wanted}")))
+        elif number is not None and number != wanted:
+            found.append((item, Problem("version", f"{name}: its cudnnGetVersion returns "
+                                                   f"{number}, the recipe expects {wanted}")))
+        info = infos.get(name)
+        said = _release_of_file_version(info.file_version, recipe.cudnn) if info else ""
+        if said and not file.version and _is_cudnn(recipe.target, name) and \
+                said.split(".") != recipe.cudnn.split(".")[:len(said.split("."))]:
+            found.append((item, Problem("version", f"{name} has version {said}, a cuDNN "
+                                                   f"release other than the recipe's "
+                                                   f"{recipe.cudnn}")))
+    return found
+
+
+def _without_evidence(recipe: Recipe, staged: list[StagedFile],
+                      infos: Mapping[str, LibraryFacts], numbers: Mapping[str, int | None]
+                      ) -> dict[str, list[str]]:
+    """What could not be checked, by source: a file whose cudnnGetVersion the recipe
+    names but whose code bundler cannot read (an era it never saw). Absence of evidence
+    is a note; evidence that disagrees is refused (_check_release_evidence)."""
+    notes: dict[str, list[str]] = {}
+    for item in staged:
+        name = item.file.name
+        if item.file.cudnn_get_version and name in infos and numbers.get(name) is None:
+            notes.setdefault(item.file.source, []).append(
+                f"{name}'s cudnnGetVersion is code bundler cannot read: its release is not "
+                "checked")
+    return notes
 
 
 def _check_one(recipe: Recipe, name: str, expected_version: str, info: LibraryFacts,

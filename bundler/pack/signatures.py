@@ -1,11 +1,14 @@
-"""Signatures: every staged file the recipe says must be signed is checked offline
-(bundler.windows.authenticode) and the result goes into its manifest entry.
+"""Signatures and the trust ladder: how each input of a pack is vouched for.
 
-A file fails when it is unsigned, changed after signing, signed by someone else, or
-signed through a chain that reaches no root the recipe pins. The spec's
-`allow_unsigned` globs accept a named file without a valid signature (the manifest and
-the pack summary then say so), except a file changed after signing: its own signature
-proves it is not what its signer made, and no spec setting accepts that.
+Every input climbs the same ladder (docs/signatures.md): an input whose sha256 is a
+known one for this release (the recipe's pin, or NVIDIA's archive as the release
+catalogue records it: bundler/releases/archives.toml, under any file name) is verified
+by hash; else every file the recipe says must be signed must carry that signature
+(checked offline: bundler.windows.authenticode); else the pack is refused unless the
+spec's `allow_unsigned` names the files, and then the manifest, the summary and --json
+say NOT SIGNED. A recipe's `signature_optional` (an era whose signing is not known)
+lets an unsigned file pass only when its input is verified by hash. A file changed after
+signing is refused even then: its own signature proves it is not what its signer made.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +35,7 @@ from bundler.platforms import (
     Trust,
 )
 from bundler.recipe import Recipe, RuntimeFile
+from bundler.releases.catalogue import ArchiveRelease, find_release
 
 
 class Verdicts(Protocol):
@@ -81,12 +85,46 @@ class SignatureChecker:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+@dataclass(frozen=True)
+class KnownHash:
+    """A sha256 that vouches for an input of this release, and who says so."""
+
+    sha256: str
+    what: str   # "NVIDIA's cudnn-….zip (sha256 recorded by a third party: …)"
+
+
+def known_hashes(recipe: Recipe, sid: str) -> list[KnownHash]:
+    """The sha256s that make source `sid`'s input this release's original: the
+    recipe's pin, and for an archive NVIDIA's archives of the release as the catalogue
+    records them (matched by content: a mirror's copy under another name is the same)."""
+    spec = recipe.sources[sid]
+    known = [KnownHash(spec.sha256, f"the recipe's pin ({spec.pin_source})" if spec.pin_source
+                       else "the recipe's pin")] if spec.sha256 else []
+    release = find_release(recipe.name) if spec.kind == "archive" else None
+    for archive in release.archives if release else ():
+        if archive.sha256 and archive.sha256 != spec.sha256:
+            known.append(KnownHash(archive.sha256, _archive_words(archive)))
+    return known
+
+
+def _archive_words(archive: ArchiveRelease) -> str:
+    where = archive.sha256_source
+    if where.startswith("third-party:"):
+        return (f"NVIDIA's {archive.file_name} (sha256 recorded by a third party, not "
+                f"published by NVIDIA: {where.removeprefix('third-party:').strip()})")
+    return f"NVIDIA's {archive.file_name} (sha256 as published: {where or 'source unnamed'})"
+
+
 def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: ResolvedRuntime,
                      allow_unsigned: list[str], origins: Mapping[str, str],
-                     checker: SignatureChecker) -> ResolvedRuntime:
-    """`resolved` with each signed file's signer and signing time; CheckError naming
-    every file that fails, unless the spec accepts it."""
+                     checker: SignatureChecker, identities: Mapping[str, str]
+                     ) -> ResolvedRuntime:
+    """`resolved` with each signed file's signer and signing time and each input's rung
+    of the ladder (`trust`); CheckError naming every file that fails, unless the spec
+    accepts it. `identities`: each input's sha256, as the lock pins it."""
     by_name = {item.file.name: item for item in staged}
+    vouched = {sid: next((k for k in known_hashes(recipe, sid) if k.sha256 == identity), None)
+               for sid, identity in identities.items()}
     files: list[FileEntry] = []
     failed: dict[tuple[str, str, str], list[str]] = {}
     for entry in resolved.files:
@@ -98,17 +136,57 @@ def check_signatures(recipe: Recipe, staged: list[StagedFile], resolved: Resolve
         found = checker.result(item, trust)
         if found.ok:
             files.append(_signed(entry, found, SIGNATURE_VERIFIED))
+        elif found.status == UNSIGNED and item.file.signature_optional \
+                and vouched.get(item.file.source):
+            files.append(entry)   # an era whose signing is unknown, the input verified by hash
         elif found.status != CHANGED and recipe.target.matches(entry.name, allow_unsigned):
             files.append(_signed(entry, found, SIGNATURE_ALLOWED_UNSIGNED))
-        elif found.status == UNSIGNED and item.file.signature_optional:
-            files.append(entry)   # an era whose signing is unknown: no signature is no claim
         else:
-            key = (origins[item.file.source], trust.signer, found.describe())
+            key = (item.file.source, trust.signer, found.describe())
             failed.setdefault(key, []).append(entry.name)
     if failed:
-        raise CheckError("; ".join(_failure(*key, names) for key, names in failed.items()),
-                         _hint(recipe))
-    return replace(resolved, files=files)
+        raise CheckError("; ".join(
+            _failure(origins[sid], signer, found, names)
+            + _not_published(recipe, sid, identities.get(sid, ""))
+            for (sid, signer, found), names in failed.items()), _hint(recipe))
+    # What could not be checked (resolve's notes) is part of what the pack says of it.
+    rungs = {sid: "; ".join([_rung(recipe, sid, identities[sid], vouched[sid], files),
+                             *resolved.unchecked.get(sid, [])]) for sid in sorted(identities)}
+    return replace(resolved, files=files, trust=rungs)
+
+
+def _not_published(recipe: Recipe, sid: str, identity: str) -> str:
+    """What the input is not, where this release has a known sha256: the other rung."""
+    known = known_hashes(recipe, sid)
+    if not known:
+        return ""
+    return (f"; nor is it {known[0].what}: its sha256 is {identity}, that file's is "
+            f"{known[0].sha256}")
+
+
+def _rung(recipe: Recipe, sid: str, identity: str, vouched: KnownHash | None,
+          files: list[FileEntry]) -> str:
+    """What this pack checked of input `sid`, in the summary's words."""
+    own = [entry for entry in files if entry.source == sid]
+    signed = [entry for entry in own if entry.signature == SIGNATURE_VERIFIED]
+    allowed = [entry for entry in own if entry.signature == SIGNATURE_ALLOWED_UNSIGNED]
+    signers = " / ".join(sorted({entry.signer for entry in signed}))
+    also = f"; {len(signed)} file(s) also verified by {signers}'s signature" if signed else ""
+    if vouched is not None:
+        return f"verified by sha256 ({identity[:12]}…): {vouched.what}{also}"
+    known = known_hashes(recipe, sid)
+    if allowed:
+        who = " / ".join(sorted(recipe.signers)) or "its signer"
+        published = (f"; its sha256 {identity[:12]}… is not {known[0].sha256[:12]}… of "
+                     f"{known[0].what}" if known else "")
+        # "NVIDIA's", as people say it (the signer's name is "NVIDIA Corporation")
+        return (f"NOT SIGNED: not {who.split()[0]}'s published file: {len(allowed)} file(s) "
+                f"without {who}'s signature, accepted by allow_unsigned"
+                f"{also.replace('also ', '')}{published}")
+    if signed:
+        other = f"; the input itself is not {known[0].what}" if known else ""
+        return f"{len(signed)} file(s) verified by {signers}'s signature{other}"
+    return recipe.sources[sid].trust
 
 
 def trust_key(trust: Trust) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from bundler.diagnose.doctor.bundle_environment import environment_findings
 from bundler.diagnose.doctor.findings import (
     NOTE,
     OK,
@@ -28,7 +29,6 @@ from bundler.diagnose.doctor.host import (
     search_folders,
     system_folders,
 )
-from bundler.diagnose.doctor.bundle_environment import environment_findings
 from bundler.diagnose.doctor.linux_bundle import linux_load_findings
 from bundler.diagnose.inspection import Dependency, InspectedLibrary, dll_facts
 from bundler.diagnose.verify import ADDED_HINT, VerifyReport, repair_hint, verify

@@ -1,0 +1,135 @@
+"""Issue 27 item 4, the embedded-python builder: `onnxruntime-gpu[cuda,cudnn]` brings
+NVIDIA's nvidia-* wheels into the bundle's site-packages, and onnxruntime's
+preload_dlls() would load their DLLs by full path beside the bundle's. The builder
+leaves out what the bundle provides (the whole nvidia-cudnn-cu11 wheel; cuBLAS's two
+DLLs of nvidia-cublas-cu11, whose nvblas64_10.dll the bundle lacks and keeps) and the
+pack summary and --json say so.
+
+The wheels are stand-ins built here in NVIDIA's layout (nvidia/<lib>/bin/*.dll, their
+dist-info named as NVIDIA's), with an onnxruntime-gpu whose extras require them; pip
+resolves and installs them for win_amd64 from a local folder, as a user's requirements
+file would from PyPI.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bundler.errors import SpecError
+from bundler.pack.one_copy import LeftOutWheel
+from bundler.pack.pipeline import pack
+from bundler.pack.spec import load_spec
+from tests.packing import run_cli
+from tests.test_embedded_python import bundler_cache, embedded_workspace
+from tests.wheelkit import make_wheel
+
+CUDNN = ("nvidia_cudnn_cu11", "nvidia-cudnn-cu11", "8.0.3.33")
+CUBLAS = ("nvidia_cublas_cu11", "nvidia-cublas-cu11", "10.2.1.243")
+SITE = Path("python") / "Lib" / "site-packages"
+
+
+def _metadata(name: str, version: str, *requires: str) -> bytes:
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+             "Provides-Extra: cuda", "Provides-Extra: cudnn", *requires]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _wheels(folder: Path, dll: bytes) -> Path:
+    """onnxruntime-gpu (pure Python here) and the two NVIDIA wheels its extras name. A
+    release the framework table has no row for (1.15.1), so no framework minimum stands
+    between the stand-in CUDA 10.1 runtime and the app."""
+    for (project, name, version), dlls in ((CUDNN, ["cudnn64_8.dll", "cudnn_ops_infer64_8.dll",
+                                                    "cudnn_cnn_infer64_8.dll"]),
+                                           (CUBLAS, ["cublas64_10.dll", "cublasLt64_10.dll",
+                                                     "nvblas64_10.dll"])):
+        lib = name.split("-")[1]
+        members = {f"nvidia/{lib}/bin/{d}": dll for d in dlls}
+        members |= {f"nvidia/{lib}/__init__.py": b"",
+                    f"{project}-{version}.dist-info/METADATA": _metadata(name, version)}
+        make_wheel(folder, members, name=project, version=version)
+    make_wheel(folder, {
+        "onnxruntime/__init__.py": b"def preload_dlls(cuda=True, cudnn=True): pass\n",
+        "onnxruntime_gpu-1.15.1.dist-info/METADATA": _metadata(
+            "onnxruntime-gpu", "1.15.1", 'Requires-Dist: nvidia-cublas-cu11; extra == "cuda"',
+            'Requires-Dist: nvidia-cudnn-cu11; extra == "cudnn"')},
+        name="onnxruntime_gpu", version="1.15.1", platform="any")
+    return folder
+
+
+@pytest.fixture()
+def spec(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
+         standin_framework: Path) -> Path:
+    spec = embedded_workspace(tmp_path, standin_framework,
+                              {"cudnn": standin_zip, "cuda": standin_toolkit})
+    wheels = _wheels(tmp_path / "wheels", standin_framework.read_bytes())
+    (tmp_path / "requirements.txt").write_text(
+        f"--no-index\n--find-links {wheels.as_posix()}\nonnxruntime-gpu[cuda,cudnn]==1.15.1\n")
+    return spec
+
+
+def test_the_embedded_python_builder_leaves_out_what_the_bundle_provides(
+        spec: Path, tmp_path: Path) -> None:
+    result = pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"))
+    site = result.out / SITE
+    assert (site / "onnxruntime" / "__init__.py").is_file()
+    # the whole cuDNN wheel: its DLLs, its package and its dist-info
+    assert not (site / "nvidia" / "cudnn").exists()
+    assert not list(site.glob("nvidia_cudnn_cu11-*.dist-info"))
+    # cuBLAS: the two DLLs the bundle provides; nvblas64_10.dll, which it lacks, stays
+    assert sorted(p.name for p in (site / "nvidia" / "cublas" / "bin").iterdir()) == [
+        "nvblas64_10.dll"]
+    assert list(site.glob("nvidia_cublas_cu11-*.dist-info"))
+    assert result.left_out_wheels == (
+        LeftOutWheel("nvidia-cublas-cu11", CUBLAS[2], ("cublas64_10.dll", "cublasLt64_10.dll"),
+                     whole=False),
+        LeftOutWheel("nvidia-cudnn-cu11", CUDNN[2], ("cudnn64_8.dll", "cudnn_cnn_infer64_8.dll",
+                                                     "cudnn_ops_infer64_8.dll"), whole=True))
+    runtime = {Path(f.path).name for f in result.manifest.files}
+    assert {"cudnn64_8.dll", "cudnn_ops_infer64_8.dll", "cudnn_cnn_infer64_8.dll",
+            "cublas64_10.dll", "cublasLt64_10.dll"} <= runtime
+    assert result.environment == "the app's own site-packages (python/Lib/site-packages)"
+
+
+def test_the_summary_and_json_say_what_was_left_out(
+        spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for name, value in bundler_cache(tmp_path / "cache").items():
+        monkeypatch.setenv(name, value)
+    code, out, err = run_cli(capsys, "pack", spec, "--out", tmp_path / "one")
+    assert code == 0, err
+    assert ("  nvidia-cudnn-cu11 8.0.3.33: left out of the app; the bundle provides "
+            "cudnn64_8.dll, cudnn_cnn_infer64_8.dll, cudnn_ops_infer64_8.dll, so the process "
+            "maps one copy") in out
+    assert ("  nvidia-cublas-cu11 10.2.1.243: cublas64_10.dll, cublasLt64_10.dll left out of "
+            "the app; the bundle provides cublas64_10.dll, cublasLt64_10.dll, so the process "
+            "maps one copy") in out
+    code, out, err = run_cli(capsys, "pack", spec, "--out", tmp_path / "two", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["environment"] == "the app's own site-packages (python/Lib/site-packages)"
+    assert {w["distribution"]: w["whole"] for w in summary["left_out_wheels"]} == {
+        "nvidia-cublas-cu11": False, "nvidia-cudnn-cu11": True}
+
+
+def test_allow_app_copies_keeps_the_wheels(spec: Path, tmp_path: Path) -> None:
+    """The opt-out keeps them; the app then ships its own copies, which the spec allows."""
+    spec.write_text(spec.read_text() + "\n[scan]\nallow_app_copies = true\n")
+    result = pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"))
+    assert result.left_out_wheels == ()
+    assert (result.out / SITE / "nvidia" / "cudnn" / "bin" / "cudnn64_8.dll").is_file()
+
+
+def test_what_stands_in_for_the_left_out_wheels_is_selected(spec: Path, tmp_path: Path) -> None:
+    """The bundle must provide every DLL left out: components the spec's own list lacks
+    are named, as the app scan's are (exit 2), not silently missing from the app."""
+    spec.write_text(spec.read_text().replace("[runtime]\n", '[runtime]\ncomponents = ["core"]\n'))
+    with pytest.raises(SpecError) as refused:
+        pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"))
+    message = refused.value.message
+    assert message.startswith("[runtime] components = ['core'] leaves out what the app needs "
+                              "from cudnn-8.0.3.33-cuda10.1-win-x64: "), message
+    assert ("'cnn_infer' (cudnn_cnn_infer64_8.dll: in place of nvidia-cudnn-cu11 8.0.3.33, "
+            "left out of the app)") in message
