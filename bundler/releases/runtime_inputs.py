@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +44,11 @@ TOOLKIT_SOURCE = "cuda"
 TOOLKIT_BIN_FOLDERS = ("bin", "bin/x64")
 TOOLKIT_LICENCE = "EULA.txt"
 _CUDA_RUNTIME = "nvidia_cuda_runtime"   # the package of libcudart (normalized name)
-# NVRTC's builtins DLL is named after the CUDA minor (nvrtc-builtins64_129.dll for 12.9):
-# a toolkit of another minor has its own.
-_PER_MINOR = re.compile(r"^(nvrtc-builtins64_)\d+(\.dll)$", re.IGNORECASE)
+# NVRTC's builtins library is named after the CUDA minor (nvrtc-builtins64_129.dll for 12.9,
+# libnvrtc-builtins.so.13.0 for 13.0): a toolkit, wheel or installed release of another
+# minor has its own.
+_PER_MINOR = re.compile(r"^(nvrtc-builtins64_)\d+(\.dll)$|^(libnvrtc-builtins\.so\.\d+\.)\d+$",
+                        re.IGNORECASE)
 _VERSION = re.compile(r"[0-9]{1,6}(\.[0-9]{1,9}){1,4}")   # 12.6.2, 11.8.89, 9.19.0.56
 _MAX_VERSION_FILE_BYTES = 1 << 20   # NVIDIA's version.json is about 4 KB
 _WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-[^-]+-[^-]+-(?P<plat>[^-]+)"
@@ -224,11 +226,15 @@ def _toolkit_dlls(folder: Path) -> dict[str, str]:
 def _in_toolkit(name: str, found: dict[str, str]) -> str:
     if name.lower() in found:
         return found[name.lower()]
+    prefix = _per_minor_prefix(name)
+    return next((at for key, at in sorted(found.items()) if key.startswith(prefix)), "") \
+        if prefix else ""
+
+
+def _per_minor_prefix(name: str) -> str:
+    """The part of a per-minor library's name that every minor shares ("" for others)."""
     per_minor = _PER_MINOR.match(name)
-    if per_minor:
-        prefix = per_minor.group(1).lower()
-        return next((at for key, at in sorted(found.items()) if key.startswith(prefix)), "")
-    return ""
+    return (per_minor.group(1) or per_minor.group(3)).lower() if per_minor else ""
 
 
 def _set_dlls(tables: RuntimeTables) -> list[str]:
@@ -272,7 +278,8 @@ def _with_wheel(tables: RuntimeTables, sid: str, path: Path) -> RuntimeTables:
               "version": parsed["version"], "file_name": path.name,
               "platform_tag": _platform_tag(parsed["plat"], pinned["platform_tag"]),
               "contents": [moved[m] for m in pinned["contents"]]}
-    dlls = {_basename(m) for m in pinned["contents"] if ".dist-info/" not in m}
+    tables = _renamed(tables, sid, moved)
+    dlls = {_basename(m) for m in moved.values() if ".dist-info/" not in m}
     files = {name: ({k: v for k, v in facts.items() if k != "version"}
                     if name in dlls else facts) for name, facts in tables.files.items()}
     licences = [{**lic, "member": moved.get(lic["member"], lic["member"])}
@@ -287,6 +294,13 @@ def _same_file(member: str, members: list[str], path: Path, sid: str) -> str:
     else (a licence in another dist-info folder) the same name below a *.dist-info/."""
     if member in members:
         return member
+    prefix = _per_minor_prefix(_basename(member))
+    folder = member.rsplit("/", 1)[0] + "/"
+    same = [m for m in members if prefix and m.startswith(folder) and "/" not in
+            m[len(folder):] and _basename(m).lower().startswith(prefix)
+            and _PER_MINOR.match(_basename(m))]
+    if len(same) == 1:
+        return same[0]   # NVRTC's builtins, named after this release's CUDA minor
     top, _, below = member.partition("/")
     if top.endswith(".dist-info"):
         names = {below, below.rsplit("/", 1)[-1]}
@@ -312,9 +326,10 @@ def _with_installed(tables: RuntimeTables, sid: str, folder: Path) -> RuntimeTab
                           f"give the site-packages folder pip installed {pinned['package']} "
                           "into (one release of it), or its wheel")
     version = _installed_version(folder / infos[0], tables, pinned["package"])
-    moved = {m: _installed_member(m, infos[0]) for m in pinned["contents"]}
+    moved = {m: _installed_member(m, infos[0], folder) for m in pinned["contents"]}
     source = {"kind": "folder", "contents": [moved[m] for m in pinned["contents"]]}
-    dlls = {_basename(m) for m in pinned["contents"] if ".dist-info/" not in m}
+    tables = _renamed(tables, sid, moved)
+    dlls = {_basename(m) for m in moved.values() if ".dist-info/" not in m}
     files = {name: ({k: v for k, v in facts.items() if k != "version"}
                     if name in dlls else facts) for name, facts in tables.files.items()}
     licences = [{**lic, "member": moved.get(lic["member"], lic["member"])}
@@ -350,9 +365,36 @@ def _installed_version(dist_info: Path, tables: RuntimeTables, package: str) -> 
     return version
 
 
-def _installed_member(member: str, dist_info: str) -> str:
+def _installed_member(member: str, dist_info: str, folder: Path) -> str:
     """The pinned wheel's member in the installed release: its dist-info is named by
-    the installed version (the libraries keep their paths)."""
+    the installed version; the libraries keep their paths, but for the one named after
+    the CUDA minor (NVRTC's builtins), which is the installed minor's."""
     top, _, below = member.partition("/")
-    return f"{dist_info}/{below}" if top.endswith(".dist-info") else member
+    if top.endswith(".dist-info"):
+        return f"{dist_info}/{below}"
+    prefix = _per_minor_prefix(_basename(member))
+    if prefix and not (folder / member).exists():
+        parent = (folder / member).parent
+        found = sorted(p.name for p in parent.glob("*") if p.name.lower().startswith(prefix)
+                       and _PER_MINOR.match(p.name)) if parent.is_dir() else []
+        if len(found) == 1:
+            return f"{member.rsplit('/', 1)[0]}/{found[0]}"
+    return member
+
+
+def _renamed(tables: RuntimeTables, sid: str, moved: Mapping[str, str]) -> RuntimeTables:
+    """`tables` with source `sid`'s libraries that another release names otherwise (NVRTC's
+    builtins of another minor) renamed: in the components, the files table and `loads`."""
+    names = {_basename(old): _basename(new) for old, new in moved.items()
+             if _basename(old) != _basename(new) and ".dist-info/" not in old}
+    if not names:
+        return tables
+    refs = {f"{sid}:{old}": f"{sid}:{new}" for old, new in moved.items() if old != new}
+    components = {name: {**c, "files": [refs.get(ref, ref) for ref in c["files"]]}
+                  for name, c in tables.components.items()}
+    files = {names.get(name, name): _unpinned(facts, names) if name in names else
+             ({**facts, "loads": [names.get(n, n) for n in facts["loads"]]}
+              if "loads" in facts else facts)
+             for name, facts in tables.files.items()}
+    return replace(tables, components=components, files=files)
 
