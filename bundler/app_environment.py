@@ -91,7 +91,9 @@ def app_environment(root: Path, platform: Platform, named: Path | None = None,
     here = this_machine()
     if not parts and here is not None and here.name == platform.name:
         folders = interpreter_site_packages()
-        imported = imported_modules(root, skip)
+        # The app's scripts are read only where a framework there could count.
+        imported = imported_modules(root, skip) \
+            if _part(folders, "", None, platform).loaders else frozenset()
         parts.append(_part(folders, f"the Python bundler runs under ({sys.executable}: "
                            f"{', '.join(str(f) for f in folders) or 'no site-packages'}; "
                            "a framework counts where the app's scripts import it)", imported,

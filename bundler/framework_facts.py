@@ -28,7 +28,10 @@ The API (pack's app scan, `bundler init` and `bundler doctor` call it):
   "11.8", "10.1") and cuDNN ("9.1.0.70") version serves the framework, else the reason,
   naming the framework, the file (or table row) that says so and the minimum;
 - `fitting_releases(frameworks, platform_suffix)`: catalogue releases that serve them all,
-  newest first (for refusals' hints).
+  newest first (for refusals' hints);
+- `refuse_unfit(frameworks, runtime, cuda, cudnn, platform_suffix)`: pack's refusal (exit
+  2) of a runtime that does not serve a framework, or of a build-info file it cannot read,
+  naming the framework, the file, the minimum and releases that fit.
 
 The rule: the cuDNN major must be the framework's (cudnn64_8 is not cudnn64_9) and the
 version at least the framework's own (as precise as the file says: "8.6.0", or "8" for any
@@ -48,6 +51,7 @@ from pathlib import Path
 
 from bundler.driver_table import CompatFacts as DriverTable
 from bundler.driver_table import FrameworkEntry, version_tuple
+from bundler.errors import CheckError
 from bundler.releases.catalogue import Release, catalogue_releases
 from bundler.support.wheel_names import normalize
 
@@ -98,7 +102,7 @@ class FrameworkFacts:
         return "", ""
 
     def _row_says(self) -> str:
-        return f"bundler's framework table (row '{self.row.name}')" if self.row else ""
+        return f"bundler's framework table, row '{self.row.name}'," if self.row else ""
 
 
 def fits(facts: FrameworkFacts, cuda: str, cudnn: str) -> str | None:
@@ -115,8 +119,8 @@ def fits(facts: FrameworkFacts, cuda: str, cudnn: str) -> str | None:
                     f"{wanted}); this runtime's cuDNN is {cudnn}")
     built, by = facts.cuda_needed()
     if built and cuda and not same_cuda_family(built, cuda):
-        return (f"{facts.title} is built for CUDA {built} ({by}) and loads that CUDA's "
-                f"libraries; this runtime is for CUDA {cuda}")
+        return (f"{facts.title} is built for CUDA {built} ({by} says {built}) and loads "
+                f"that CUDA's libraries; this runtime is for CUDA {cuda}")
     return None
 
 
@@ -138,6 +142,26 @@ def fitting_releases(frameworks: Sequence[FrameworkFacts], platform_suffix: str,
                and ".dev" not in r.cudnn
                and all(fits(f, r.cuda, r.cudnn) is None for f in frameworks)]
     return list(reversed(fitting))[:count]
+
+
+def refuse_unfit(frameworks: Sequence[FrameworkFacts], runtime: str, cuda: str, cudnn: str,
+                 platform_suffix: str) -> None:
+    """Raise CheckError when `runtime` (a recipe: CUDA `cuda`, cuDNN `cudnn`) does not
+    serve every framework, or a framework's build-info file could not be read."""
+    for facts in frameworks:
+        if facts.unreadable:
+            raise CheckError(f"{facts.title}'s build-info file cannot be read "
+                             f"({facts.unreadable}), so the CUDA and cuDNN it needs are "
+                             "unknown", f"reinstall {facts.distribution}, or set [scan] "
+                             "enabled = false in the spec and choose the release yourself")
+    reasons = [r for f in frameworks if (r := fits(f, cuda, cudnn)) is not None]
+    if not reasons:
+        return
+    releases = [r.name for r in fitting_releases(frameworks, platform_suffix)]
+    hint = (f"use a release that fits: {', '.join(releases)} (bundler recipes)" if releases
+            else "no release bundler knows serves every framework in the app: pack them "
+                 "as separate apps")
+    raise CheckError(f"{runtime} does not fit the app: {'; '.join(reasons)}", hint)
 
 
 def read_frameworks(root: Path, folders: Iterable[Path],
@@ -247,7 +271,7 @@ def _paddle(text: str) -> dict[str, object]:
     said = _assignments(text)
     cuda, cudnn = _text(said.get("cuda_version")), _text(said.get("cudnn_version"))
     if "cuda_version" not in said:
-        raise ValueError("no cuda_version in it")
+        return {}   # older releases' files say no CUDA: the table's row does
     return {"cuda": cuda, "cudnn": cudnn, "gpu_build": bool(cuda)}
 
 

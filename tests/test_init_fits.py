@@ -27,11 +27,13 @@ from tests.test_embedded_python import bundler_cache, requirements_text
 from tests.test_init import (
     NO_SPECS,
     QUICKSTART,
+    SEED,
     STANDIN_CUDA,
     STANDIN_ZIP,
     comments,
     init,
     pack_ok,
+    standin_wheel,
     written,
 )
 from tests.test_init import _no_cuda_variables as _no_cuda_variables  # noqa: F401
@@ -117,6 +119,25 @@ def test_an_input_beside_the_project_is_named_loudly(
     assert comments(text).count("OUTSIDE THE PROJECT: found in") == 2
     assert err.count("lies outside the project") == 2
     pack_ok(capsys, project / "app.spec")
+
+
+def test_a_release_input_beside_the_project_does_not_choose_the_release(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cuDNN wheel by NVIDIA's name in a sibling folder named its release for an app
+    that shows no DLL; now only the project's own (and the wheel cache's) do."""
+    standin_wheel(tmp_path / "shared", "cudnn-8.9.4.25-cuda11-win-x64")
+    project = tmp_path / "proj"
+    (project / "app").mkdir(parents=True)
+    (project / "app" / "main.py").write_text("print('hello')\n")
+    code, _, err = init(capsys, project / "app")
+    assert code == 0, err
+    assert written(project / "app.spec")["runtime"]["recipe"] == SEED
+    # In the project, it does.
+    (project / "app.spec").unlink()
+    standin_wheel(project / "wheels", "cudnn-8.9.4.25-cuda11-win-x64")
+    assert init(capsys, project / "app")[0] == 0
+    assert written(project / "app.spec")["runtime"]["recipe"] == \
+        "cudnn-8.9.4.25-cuda11-win-x64"
 
 
 def test_a_cuda_path_comes_before_a_toolkit_beside_the_project(

@@ -191,3 +191,12 @@ def test_doctor_of_a_bundle_beside_the_wheels_reports_the_second_copy(
                 and f["level"] == "problem" and "nvidia-cudnn" in f["message"]]
     assert any("holds no nvidia-* wheel with a library the bundle provides" in f["message"]
                for f in report["findings"])
+
+
+def test_an_environment_that_is_not_a_folder_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = _workspace(tmp_path, 'environment = "venv/lib/python3.12/site-packages"\n')
+    code, _, err = run_cli(capsys, "pack", spec)
+    assert code == 2, err
+    assert (f"bundler: error: {spec}: [scan] environment = 'venv/lib/python3.12/site-packages': "
+            f"{tmp_path / 'venv/lib/python3.12/site-packages'} is not a folder") in err

@@ -63,7 +63,7 @@ def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str]
         elif supplier.component not in base:
             reasons.setdefault(supplier.component, []).append(f"{need.dll}: {need.reason}")
     if unsupplied:
-        raise _unsupplied_error(recipe, unsupplied)
+        raise _unsupplied_error(recipe, unsupplied, needs)
     if explicit and reasons:
         raise _left_out_error(recipe, explicit, reasons)
     components = recipe.select(base + list(reasons))
@@ -101,7 +101,8 @@ def _family(dll: str) -> str:
     return found.group(1) if found else dll.lower()
 
 
-def _unsupplied_error(recipe: Recipe, unsupplied: list[Need]) -> CheckError:
+def _unsupplied_error(recipe: Recipe, unsupplied: list[Need], needs: Sequence[Need]
+                      ) -> CheckError:
     """One refusal for every DLL no component supplies: each importer, each DLL this
     recipe ships instead and each suggestion named once (an app importing 13 CUDA 12
     DLLs packed with a CUDA 13 recipe gets one short line, not 13 repeats)."""
@@ -110,10 +111,14 @@ def _unsupplied_error(recipe: Recipe, unsupplied: list[Need]) -> CheckError:
     for need in unsupplied:
         wanted.setdefault(f"{need.by} {_verb(need)}", []).append(need.dll)
         ships += [f.name for f in recipe.files.values() if _family(f.name) == _family(need.dll)]
-    # One shipped recipe that has them all is the answer; else where each can be had.
+    # One shipped recipe of the app's CUDA that has them all is the answer; else where
+    # each can be had, for that CUDA (a cuDNN 8 app for CUDA 12 is not sent to 10.1).
+    app_cuda = _app_cuda(recipe, needs)
     whole = [r.name for r in shipped_recipes() if r.name != recipe.name
+             and _of_cuda(r.cuda, app_cuda)
              and all(r.supplier_of(need.dll) is not None for need in unsupplied)]
-    uses = [f"use {whole[0]}"] if whole else [_suggestion(recipe, n.dll) for n in unsupplied]
+    uses = [f"use {whole[0]}"] if whole else [_suggestion(recipe, n.dll, app_cuda)
+                                              for n in unsupplied]
     texts = [f"{who} {listing(dlls, _SHOWN)}" for who, dlls in wanted.items()]
     texts.append(f"this recipe ships {listing(ships, _SHOWN)}" if ships
                  else "this recipe has no such DLL")
@@ -124,11 +129,28 @@ def _unsupplied_error(recipe: Recipe, unsupplied: list[Need]) -> CheckError:
                       "[scan] enabled = false in the spec")
 
 
-def _suggestion(recipe: Recipe, dll: str) -> str:
-    """Where `dll` can be had: another shipped recipe, else a catalogue release."""
-    others = [r.name for r in shipped_recipes()
-              if r.name != recipe.name and r.supplier_of(dll) is not None]
-    release = release_shipping(dll, recipe.cuda, families_dir())
+def _app_cuda(recipe: Recipe, needs: Sequence[Need]) -> set[int] | None:
+    """The CUDA majors every CUDA library the app needs allows (cublas64_12.dll: 12;
+    curand64_10.dll: 10 to 13); None where no need names one."""
+    found: set[int] | None = None
+    for need in needs:
+        majors = set(recipe.target.facts().cuda_majors_of(need.dll))
+        if majors:
+            found = majors if found is None else found & majors
+    return found
+
+
+def _of_cuda(cuda: str, app_cuda: set[int] | None) -> bool:
+    return app_cuda is None or int(cuda.split(".")[0]) in app_cuda
+
+
+def _suggestion(recipe: Recipe, dll: str, app_cuda: set[int] | None) -> str:
+    """Where `dll` can be had: another shipped recipe of the app's CUDA, else a catalogue
+    release (of the app's CUDA where the app's names tell it, else the recipe's)."""
+    others = [r.name for r in shipped_recipes() if r.name != recipe.name
+              and _of_cuda(r.cuda, app_cuda) and r.supplier_of(dll) is not None]
+    cuda = str(max(app_cuda)) if app_cuda else recipe.cuda
+    release = release_shipping(dll, cuda, families_dir(), recipe.target.release_suffix)
     return (f"use {others[0]}" if others else
             f"use a release that has it, e.g. {release} (bundler recipes)" if release
             else "no recipe bundler knows has it")

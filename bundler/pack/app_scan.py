@@ -5,9 +5,13 @@ Two kinds of evidence (docs/spec-format.md, "[scan]"):
 - the static and delay-load imports of every PE file the app ships (.dll, .pyd, .exe,
   a bundled site-packages included): e.g. onnxruntime_providers_cuda.dll imports
   cufft64_11.dll;
-- the frameworks installed in it, found by their *.dist-info / *.egg-info metadata, and
-  what the framework table (bundler/windows/compat.toml) says that release loads by name
-  at run time (TensorFlow 2.10 loads cufft64_10.dll, which no import table shows).
+- the library names a binary that calls a dynamic loader holds as strings: what it loads
+  by name at run time (bundler/loaded_names.py: Paddle's libpaddle.pyd loads cudnn64_8.dll);
+- the frameworks installed in it, found by their *.dist-info / *.egg-info metadata: what
+  their own build-info files say (bundler/framework_facts.py: the CUDA and cuDNN they are
+  built for, TensorFlow's cuDNN DLL name) and what the framework table
+  (bundler/windows/compat.toml) says that release loads by name at run time (TensorFlow
+  2.10's GPU check loads cufft64_10.dll, which no import table shows).
 
 A name counts when it is a CUDA library, a cuDNN DLL, or a DLL some shipped recipe ships.
 """
@@ -20,9 +24,18 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError
+from bundler.framework_facts import FrameworkFacts, read_frameworks, refuse_unfit
 from bundler.library_imports import is_runtime_library
+from bundler.loaded_names import loaded_by_name
 from bundler.pack.builders.folder import outputs_in
-from bundler.platforms import DriverTable, FrameworkEntry, Platform, windows
+from bundler.platforms import (
+    DriverTable,
+    FrameworkEntry,
+    Platform,
+    platform_for_release,
+    windows,
+)
+from bundler.releases.catalogue import parse_release_name
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
 
@@ -33,7 +46,8 @@ class Need:
 
     dll: str
     by: str      # the app file (relative, with /) or the framework ("tensorflow 2.10.1")
-    how: str     # "imported by" or "loaded by"
+    how: str     # "imported by", "loaded by name by" (a binary), "loaded by" (the
+                 # framework table's row) or "named in" (a framework's build-info file)
 
     @property
     def reason(self) -> str:
@@ -58,6 +72,8 @@ class AppScan:
     shipped: dict[str, str]   # lower-case DLL name -> its path in the app (relative, /)
     # every binary's imports, runtime or not: (its path in the app, the names it imports)
     imports: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # what each installed framework's own files (and its table row) say it needs
+    framework_facts: tuple[FrameworkFacts, ...] = ()
 
 
 def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> AppScan:
@@ -82,12 +98,32 @@ def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> Ap
         imports.append((relpath, _imports(path, platform)))
         needs += [Need(name, relpath, "imported by") for name in imports[-1][1]
                   if is_runtime_library(name, platform)]
+        if not is_runtime_library(path.name, platform):   # NVIDIA's own: the recipe's
+            needs += [Need(name, relpath, "loaded by name by")
+                      for name in _loaded_by_name(path, platform)]
     frameworks = _frameworks(sorted(metadata_dirs), compat)
+    facts = read_frameworks(root, sorted(metadata_dirs), compat)
+    needs += [Need(name, f.file, "named in") for f in facts for name in f.loads]
     for framework in frameworks:
         if framework.entry is not None:
             needs += [Need(name, framework.title, "loaded by") for name in framework.entry.loads]
     return AppScan(needs=tuple(needs), frameworks=tuple(frameworks), shipped=shipped,
-                   imports=tuple(imports))
+                   imports=tuple(imports), framework_facts=facts)
+
+
+def refuse_unfit_release(release: str, app: Path | None) -> None:
+    """Pack's first check, before the recipe is rendered or any input opened: a catalogue
+    release (by its name's cuDNN and CUDA) that a framework installed in `app` refuses
+    stops here. Only the frameworks' metadata and build-info files are read."""
+    parsed = parse_release_name(release)
+    platform = platform_for_release(parsed[2]) if parsed else None
+    if parsed is None or platform is None or app is None or not app.is_dir():
+        return   # a recipe file: select_for_app checks it once it is read
+    folders = {_metadata_parent(Path(folder), app) for folder, _, _ in os.walk(app)
+               if Path(folder).name.endswith(_METADATA_SUFFIXES)}
+    cudnn, cuda, suffix = parsed
+    refuse_unfit(read_frameworks(app, sorted(folders), platform.driver_table()), release,
+                 cuda, cudnn, suffix)
 
 
 def _walk(root: Path, skip: str) -> list[Path]:
@@ -114,6 +150,16 @@ def _imports(path: Path, platform: Platform) -> tuple[str, ...]:
         return platform.read_library(path).all_imports
     except CheckError:
         return ()   # not a binary (a data file named .dll): nothing it could load
+
+
+def _loaded_by_name(path: Path, platform: Platform) -> tuple[str, ...]:
+    try:
+        return loaded_by_name(path, platform).names
+    except OSError as exc:
+        raise CheckError(f"{path}: cannot be read for the libraries it loads by name "
+                         f"({exc.strerror or exc})",
+                         "make the app folder readable, or set [scan] enabled = false "
+                         "in the spec") from exc
 
 
 def _frameworks(folders: list[Path], compat: DriverTable) -> list[Framework]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from bundler.errors import BundlerError
 from bundler.manifest import MANIFEST_NAME, Manifest, write_manifest
 from bundler.pack.app_needs import Selection, Unprovided, select_for_app
-from bundler.pack.app_scan import Need, scan_app
+from bundler.pack.app_scan import Need, refuse_unfit_release, scan_app
 from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.builders.folder import check_entry
@@ -82,6 +82,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     inputs = {sid: path for sid in given if (path := given_path(sid, given, spec.folder))}
+    if spec.scan.enabled:   # a release the app's frameworks refuse: before any input opens
+        refuse_unfit_release(spec.recipe, spec.app_path)
     recipe = find_recipe(spec.recipe, spec.folder, inputs)
     recipe.select(list(spec.components) + list(spec.scan.components))  # names them early
     check_entry(spec)   # a typo is said before any input is read or fetched

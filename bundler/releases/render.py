@@ -51,12 +51,14 @@ def release_for(name: str) -> Release | None:
     return release
 
 
-def release_shipping(dll: str, cuda: str, folder: Path) -> str:
+def release_shipping(dll: str, cuda: str, folder: Path, platform: str = "") -> str:
     """The newest catalogue release whose family ships `dll`, for `cuda` where one is
-    ("" if no family ships it): what a refusal suggests."""
+    ("" if no family ships it), of `platform` (a release suffix, "win-x64") where given:
+    what a refusal suggests."""
     majors = [f.cudnn_major for f in families(folder).values()
               if any(dll.lower() == name.lower() for name in f.files)]
-    found = [r for r in catalogue_releases() if r.major in majors]
+    found = [r for r in catalogue_releases() if r.major in majors
+             and (not platform or r.platform == platform)]
     fitting = [r for r in found if r.cuda == cuda_key(cuda)] or found
     return fitting[-1].name if fitting else ""
 
