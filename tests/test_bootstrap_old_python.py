@@ -25,8 +25,6 @@ from tests.packing import Workspace, make_workspace
 from tests.winenv import WindowsPython, require_wine, to_windows_path
 from tests.winenv._cache import build_once, cache_root
 
-BOOTSTRAP = Path(__file__).resolve().parents[1] / "bundler" / "runtime" / "bootstrap.py"
-
 
 def python38() -> Path:
     """python.exe of the official embeddable CPython 3.8.0, fetched with pip once."""
@@ -101,8 +99,13 @@ def test_without_os_add_dll_directory_the_preload_still_works(
 def test_older_pythons_get_a_clear_message(tmp_path: Path) -> None:
     # No CPython older than 3.7 can be had here: the bootstrap is run as __main__ with
     # sys.version_info saying 3.6, which is all its check reads.
+    # The bootstrap as pack ships it: the shared part and this platform's loader.
+    from bundler.pack.emit import bootstrap_text
+    from bundler.platforms import platform_for
+    shipped = tmp_path / "_cudnn_bootstrap.py"
+    shipped.write_text(bootstrap_text("cudnn", platform_for("linux-x86_64")))
     script = ("import sys, runpy\nsys.version_info = (3, 6, 15, 'final', 0)\n"
-              f"runpy.run_path({str(BOOTSTRAP)!r}, run_name='__main__')\n")
+              f"runpy.run_path({str(shipped)!r}, run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode != 0
     assert "bundled CUDA runtime needs Python 3.7 or newer" in done.stderr
