@@ -61,6 +61,11 @@ def test_the_products_do_not_import_each_other() -> None:
                                "bundler.linux", "bundler.recipe"),
              "driver_table": ("bundler.pack", "bundler.diagnose", "bundler.windows",
                               "bundler.linux", "bundler.recipe"),
+             # what frameworks say they need: pack, init and doctor share the one rule
+             "framework_facts": ("bundler.pack", "bundler.diagnose", "bundler.windows",
+                                 "bundler.linux", "bundler.recipe"),
+             "loaded_names": ("bundler.pack", "bundler.diagnose", "bundler.windows",
+                              "bundler.linux"),
              "support": ("bundler.pack", "bundler.diagnose", "bundler.windows"),
              "manifest": ("bundler.pack", "bundler.diagnose"),
              "recipe": ("bundler.pack", "bundler.diagnose"),
