@@ -464,6 +464,15 @@ MUTANTS = (
            "along", "bundler/pack/pipeline.py",
            "reasons={**selection.reasons, **completed}", "reasons={**selection.reasons}",
            ("tests/test_components_complete.py",)),
+    Mutant("app-pyd-not-provided", "a binary the app ships in another folder (a .pyd) does "
+           "not count as provided to the app's other binaries", "bundler/pack/app_needs.py",
+           ",\n              *(platform.name_key(PurePosixPath(by).name) for by, _ in "
+           "scan.imports)}", "}", ("tests/test_unprovided_lines.py",)),
+    Mutant("windows-parts-not-system", "Normaliz.dll, Cabinet.dll and msi.dll are not "
+           "system DLLs", "bundler/windows/windows.toml",
+           '    "normaliz.dll", "cabinet.dll", "msi.dll",\n', "",
+           ("tests/test_unprovided_lines.py::test_what_the_app_or_windows_provides_is_not_a_"
+            "not_provided_line",)),
 )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from bundler.app_environment import Environment
 from bundler.errors import CheckError, SpecError
@@ -82,8 +83,14 @@ _PYTHON = re.compile(r"^(lib)?python\d[\d.]*(\.dll|\.so(\.[\d.]+)?)$", re.IGNORE
 
 
 def _unprovided(recipe: Recipe, scan: AppScan) -> tuple[Unprovided, ...]:
+    """What app binaries import that nothing provides. Every binary the app ships counts
+    as provided wherever it lies, Python extension modules (.pyd) too: Python loads it
+    by full path when the app imports it, and a later import of that name resolves to
+    the module already loaded (TensorFlow's 45 tensorflow/python/**/*.pyd import
+    _pywrap_tensorflow_internal.pyd, which tensorflow/python/ holds)."""
     platform = recipe.target
-    beside = {*scan.shipped, *(platform.name_key(f.name) for f in recipe.files.values())}
+    beside = {*scan.shipped, *(platform.name_key(f.name) for f in recipe.files.values()),
+              *(platform.name_key(PurePosixPath(by).name) for by, _ in scan.imports)}
     found = []
     for by, names in scan.imports:
         once: dict[str, str] = {}   # each name once, compared as the OS compares them
