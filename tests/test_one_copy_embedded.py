@@ -71,7 +71,7 @@ def spec(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
 
 
 def test_the_embedded_python_builder_leaves_out_what_the_bundle_provides(
-        spec: Path, tmp_path: Path) -> None:
+        spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"))
     site = result.out / SITE
     assert (site / "onnxruntime" / "__init__.py").is_file()
@@ -91,6 +91,10 @@ def test_the_embedded_python_builder_leaves_out_what_the_bundle_provides(
     assert {"cudnn64_8.dll", "cudnn_ops_infer64_8.dll", "cudnn_cnn_infer64_8.dll",
             "cublas64_10.dll", "cublasLt64_10.dll"} <= runtime
     assert result.environment == "the app's own site-packages (python/Lib/site-packages)"
+    # doctor agrees: one copy (nvblas64_10.dll, left in place, is not the bundle's)
+    _, out, _ = run_cli(capsys, "doctor", result.out, "--json")
+    bundle = [f for f in json.loads(out)["findings"] if "nvidia-* wheel" in f["message"]]
+    assert [f["level"] for f in bundle] == ["ok"], out
 
 
 def test_the_summary_and_json_say_what_was_left_out(
@@ -114,12 +118,24 @@ def test_the_summary_and_json_say_what_was_left_out(
         "nvidia-cublas-cu11": False, "nvidia-cudnn-cu11": True}
 
 
-def test_allow_app_copies_keeps_the_wheels(spec: Path, tmp_path: Path) -> None:
-    """The opt-out keeps them; the app then ships its own copies, which the spec allows."""
+def test_allow_app_copies_keeps_the_wheels_and_doctor_names_them(
+        spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The opt-out keeps them; the app then ships its own copies, which the spec allows,
+    and `bundler doctor` of the bundle reports the second copies preload_dlls() maps."""
     spec.write_text(spec.read_text() + "\n[scan]\nallow_app_copies = true\n")
     result = pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"))
     assert result.left_out_wheels == ()
     assert (result.out / SITE / "nvidia" / "cudnn" / "bin" / "cudnn64_8.dll").is_file()
+    code, out, _ = run_cli(capsys, "doctor", result.out, "--json")
+    problems = [f["message"] for f in json.loads(out)["findings"]
+                if f["level"] == "problem" and f["about"] == "bundle"]
+    assert code == 1 and len(problems) == 1, out
+    assert problems[0].startswith(
+        "the app's own site-packages (python/Lib/site-packages) holds nvidia-cublas-cu11 "
+        "10.2.1.243 (cublas64_10.dll, cublasLt64_10.dll, in "), problems[0]
+    assert ("which onnxruntime-gpu 1.15.1 loads by path after the bootstrap ran: the process "
+            "maps both those and the bundle's cublas64_10.dll, cublasLt64_10.dll, "
+            "cudnn64_8.dll, cudnn_cnn_infer64_8.dll, cudnn_ops_infer64_8.dll") in problems[0]
 
 
 def test_what_stands_in_for_the_left_out_wheels_is_selected(spec: Path, tmp_path: Path) -> None:
