@@ -201,11 +201,10 @@ def print_check(check: ProcessCheck, as_json: bool) -> int:
         return EXIT_OK if check.ok else EXIT_PROBLEMS
     for line in check.output:
         print(f"app: {line}", file=sys.stderr)
-    for module in check.modules:
+    # The bundle's first, then what is not (each module once: `foreign` lists the same).
+    for module in sorted(check.modules, key=lambda m: (not m.from_bundle, m.pid, m.name)):
         where = "bundle" if module.from_bundle else "NOT FROM THE BUNDLE"
         print(f"{where}: {module.pid}: {module.name} {module.path}")
-    for item in check.foreign:
-        print(f"not from the bundle: {item}")
     for item in check.doubled:
         print(f"mapped twice: {item}")
     for problem in check.problems:
