@@ -19,7 +19,7 @@ from bundler.platforms import platform_for
 from bundler.recipe import load_recipe_file
 from bundler.runtime.bootstrap import glibc_problem
 from tests.packing import PROJECT_ROOT, run_cli
-from tests.winenv.wheels import fetched_once
+from tests.winenv.wheels import fetched_once, wheel_cache
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux")
 
@@ -67,10 +67,15 @@ print(json.dumps({"loaded": True}))
 
 
 def test_a_linux_pack_records_its_glibc_and_an_older_one_is_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Packed from NVIDIA's real wheels, the manifest says the newest glibc a bundled
-    library needs (libcudart.so.13's 2.17; the shim needs only 2.2.5); this machine runs
-    it, and doctor and the bootstrap refuse an older glibc."""
+    library needs (cuDNN 9.19's engines' 2.27, which core brings along with graph:
+    libcudnn.so.9 opens graph at cudnnCreate; libcudart.so.13 and graph need 2.17, the
+    shim only 2.2.5); this machine runs it, and doctor and the bootstrap refuse an older glibc."""
+    # graph requires cuBLAS: the pack takes its pinned wheel from the harness's cache.
+    _cudnn_wheel("cublas")
+    monkeypatch.setenv("BUNDLER_CACHE", str(wheel_cache()))
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "main.py").write_text(APP)
     spec = tmp_path / "app.spec"
@@ -84,7 +89,9 @@ def test_a_linux_pack_records_its_glibc_and_an_older_one_is_refused(
     manifest_path = app / "cudnn" / "manifest.json"
     recorded = json.loads(manifest_path.read_text())["versions"]["min_glibc"]
     each = {p.name: LINUX.read_library(p).glibc for p in (app / "cudnn").glob("lib*.so*")}
-    assert each == {"libcudnn.so.9": "2.2.5", "libcudart.so.13": "2.17"} and recorded == "2.17"
+    assert (each["libcudnn.so.9"], each["libcudart.so.13"], each["libcudnn_graph.so.9"],
+            each["libcudnn_engines_precompiled.so.9"]) == ("2.2.5", "2.17", "2.17", "2.27")
+    assert recorded == "2.27" == max(each.values(), key=lambda v: [int(p) for p in v.split(".")])
     # This machine runs it (the suite's glibc is newer than NVIDIA's manylinux floor).
     assert glibc_problem(recorded) == ""
     ran = subprocess.run([sys.executable, str(app / "main.py")], capture_output=True,
@@ -95,7 +102,7 @@ def test_a_linux_pack_records_its_glibc_and_an_older_one_is_refused(
     # A machine with glibc 2.12 (CentOS 6): the recorded figure against it.
     old = glibc_problem(recorded, "2.12")
     assert f"needs glibc >= {recorded}" in old and "this machine has glibc 2.12" in old
-    assert glibc_problem(recorded, "2.17") == ""
+    assert glibc_problem(recorded, "2.27") == "" and glibc_problem(recorded, "2.17")
     report = examine_bundle(app, glibc="2.12")
     assert not report.ok and any(f.about == "glibc" and f.message.startswith(old)
                                  for f in report.findings)
