@@ -182,3 +182,28 @@ def test_verify_run_fails_when_no_process_reported(
     assert code == 1 and "no process of the app reported what it mapped" in err
     code, _, err = run_cli(capsys, "verify", "--run", app, "--", str(tmp_path / "nothing"))
     assert code == 1 and "did not start" in err
+
+
+def test_verify_run_checks_a_frozen_app_by_its_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A PyInstaller build: the bootstrap runs in sys._MEIPASS (dist/app/_internal) from the
+    runtime hook; its executable is the command. Without one, verify says what to give."""
+    pytest.importorskip("PyInstaller")
+    from tests.test_linux_bundle import APP, RECIPE, _cudnn_pair
+    _cudnn_pair(tmp_path / "nvidia" / "cudnn" / "lib", tmp_path / "decoys")
+    (tmp_path / "main.py").write_text(APP)
+    (tmp_path / "standin.toml").write_text(RECIPE)
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "app"\nbuilder = "pyinstaller"\nscript = "main.py"\n'
+                    '[runtime]\nrecipe = "standin.toml"\n[sources]\n'
+                    f'nvidia = "{(tmp_path / "nvidia").as_posix()}"\n')
+    code, _, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    app = tmp_path / "dist" / "app"
+    code, report = _verify_run(capsys, app, str(app / "app"))
+    assert code == 0 and report["ok"], report
+    assert sorted(m["path"] for m in report["modules"]) == [
+        str(app / "_internal" / "cudnn" / name) for name in ("libcudnn.so.9",
+                                                             "libcudnn_graph.so.9")]
+    code, _, err = run_cli(capsys, "verify", "--run", app)
+    assert code == 2 and "give the command that starts it" in err
