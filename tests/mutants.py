@@ -43,6 +43,9 @@ EMBED_TESTS = ("tests/test_embedded_python.py", "tests/test_embedded_python_wine
 EMBED_VERIFY_TESTS = ("tests/test_embedded_python_verify.py",)
 ZIP_TESTS = ("tests/test_zip_output.py",)
 INIT_TESTS = ("tests/test_init.py",)
+FACTS = "bundler/framework_facts.py"
+NAMES = "bundler/loaded_names.py"
+FACTS_TESTS = ("tests/test_framework_facts.py",)
 INIT_FITS_TESTS = ("tests/test_init_fits.py",)
 REFUSAL_HINT_TESTS = ("tests/test_refusal_hints.py",)
 LINUX_RELEASE_TESTS = ("tests/test_linux_releases.py",)
@@ -61,6 +64,41 @@ class Mutant:
 
 
 MUTANTS = (
+    # Issue 27 items 1-2: frameworks describe themselves; their minimums are enforced.
+    Mutant("framework-file-unread", "the app scan does not read a framework's build-info "
+           "file", FACTS, "            if path.is_file():\n", "            if False:\n",
+           FACTS_TESTS),
+    Mutant("table-minimum-ignored", "the driver table's cuDNN minimum is not a minimum",
+           FACTS, "        if self.row is not None and self.row.cudnn:\n",
+           "        if False:\n", FACTS_TESTS),
+    Mutant("cudnn-minimum-unchecked", "a cuDNN older than the framework's own is accepted",
+           FACTS, "if have[:1] != floor[:1] or have < floor:", "if have[:1] != floor[:1]:",
+           FACTS_TESTS),
+    Mutant("cudnn-major-unchecked", "a newer cuDNN major (9 for an 8.6.0 framework) fits",
+           FACTS, "if have[:1] != floor[:1] or have < floor:", "if have < floor:",
+           FACTS_TESTS),
+    Mutant("cuda-family-unchecked", "a runtime of another CUDA family fits", FACTS,
+           "if built and cuda and not same_cuda_family(built, cuda):", "if False:",
+           FACTS_TESTS),
+    Mutant("unreadable-facts-ignored", "a build-info file that cannot be read is ignored",
+           FACTS, "        if facts.unreadable:\n", "        if False:\n", FACTS_TESTS),
+    Mutant("fit-checked-after-inputs", "pack opens the recipe's inputs before the fit check",
+           "bundler/pack/pipeline.py", "        refuse_unfit_release(spec.recipe, "
+           "spec.app_path)\n", "        pass\n", FACTS_TESTS),
+    Mutant("loaded-names-unread", "the app scan ignores the names binaries load by name",
+           "bundler/pack/app_scan.py", "for name in _loaded_by_name(path, platform)]",
+           "for name in ()]", FACTS_TESTS),
+    Mutant("utf16-names-missed", "names held as UTF-16LE (LoadLibraryW's) are not read",
+           NAMES, "for run in _UTF16.finditer(around):", "for run in _UTF16.finditer(b''):",
+           FACTS_TESTS),
+    Mutant("piece-overlap-lost", "a name cut by the 8 MiB piece boundary is missed", NAMES,
+           "            tail = window[-_LONGEST:]\n", "            tail = b''\n",
+           FACTS_TESTS),
+    Mutant("loader-not-required", "names count in a binary that calls no loader", NAMES,
+           "    if not loader:\n", "    if False:\n", FACTS_TESTS),
+    Mutant("fallbacks-demanded", "every version a binary names is demanded", NAMES,
+           "by_stem.values() if len(group) == 1 for n in group)",
+           "by_stem.values() for n in group)", FACTS_TESTS),
     Mutant("launcher-drops-arguments", "embedded-python: the .cmd does not pass %*", EMBED,
            '"%~dp0{script}" %*\'', '"%~dp0{script}"\'', EMBED_TESTS),
     Mutant("pth-without-the-app", "embedded-python: the ._pth leaves the app folder out",
@@ -289,6 +327,10 @@ MUTANTS = (
            "    existing = loaded_as(name)\n",
            "    existing = _mapped_libraries().get(name, '')\n",
            ("tests/test_linux_process_truth.py",)),
+    Mutant("linux-soname-unread", "the Linux bootstrap checks a loaded file by its file "
+           "name only, not by the SONAME it declares", BOOT_LINUX,
+           "_refuse_other(_soname(handle._handle) or os.path.basename(relpath), path)",
+           "_refuse_other(os.path.basename(relpath), path)", PROCESS_TESTS),
     Mutant("linux-identity-by-path", "the Linux bootstrap compares paths, not st_dev/st_ino",
            BOOT_LINUX, "return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)",
            "return a == b", ("tests/test_linux_process_truth.py",)),
@@ -371,6 +413,13 @@ MUTANTS = (
     Mutant("inflater-output-held-back", "output ISA-L holds back after the input is dropped",
            "bundler/support/zip_reader.py", "if not data and len(out) < _OUT:", "if not data:",
            ("tests/test_deflate.py",)),
+    Mutant("deflate64-slice-pieces", "Deflate64 output is handed on slice by slice (~1 KB "
+           "pieces), not gathered into 1 MiB ones", "bundler/support/zip_reader.py",
+           "while len(self._gathered) >= _OUT:", "while self._gathered:",
+           ("tests/test_deflate64.py",)),
+    Mutant("deflate64-tail-dropped", "the Deflate64 output still gathered at a member's end "
+           "is dropped", "bundler/support/zip_reader.py", "    yield from decoder.finish()\n",
+           "", ("tests/test_deflate64.py",)),
     Mutant("stage-one-lane", "sources are staged one at a time", "bundler/pack/stage.py",
            "ThreadPoolExecutor(lane_count(len(work))", "ThreadPoolExecutor(1",
            ("tests/test_stage_parallel.py",)),
@@ -435,7 +484,8 @@ MUTANTS = (
            ("tests/test_one_copy_embedded.py",)),
     Mutant("second-copies-not-refused", "the folder builder packs beside a second copy",
            "bundler/pack/app_needs.py",
-           "            refuse_second_copies(environment, recipe, components)\n", "",
+           "            refuse_second_copies(environment, recipe, components)\n",
+           "            pass\n",
            ("tests/test_one_copy.py",)),
     Mutant("embedded-keeps-nvidia-wheels", "the embedded-python builder keeps the nvidia-* "
            "wheels the bundle provides", EMBED,
@@ -473,6 +523,10 @@ MUTANTS = (
            '    "normaliz.dll", "cabinet.dll", "msi.dll",\n', "",
            ("tests/test_unprovided_lines.py::test_what_the_app_or_windows_provides_is_not_a_"
             "not_provided_line",)),
+    Mutant("nvrtc-builtins-pinned-minor", "an installed or wheel NVRTC of another CUDA minor "
+           "is asked for the pinned minor's builtins library", "bundler/releases/runtime_inputs.py",
+           '|^(libnvrtc-builtins\\.so\\.\\d+\\.)\\d+$"', '"',
+           ("tests/test_runtime_inputs_minor.py",)),
 )
 
 

@@ -207,3 +207,38 @@ def test_verify_run_checks_a_frozen_app_by_its_command(
                                                              "libcudnn_graph.so.9")]
     code, _, err = run_cli(capsys, "verify", "--run", app)
     assert code == 2 and "give the command that starts it" in err
+
+
+def test_a_copy_known_by_the_soname_the_bundled_file_declares_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bundled file whose SONAME is not its file name (libcudnn_graph.so.9 declaring
+    libcudnn_graph.so.9.1), and a decoy of that SONAME under another name loaded first:
+    only the SONAME the loaded file declares finds it (read from its dynamic section)."""
+    from tests.test_linux_bundle import APP, GRAPH, RECIPE
+
+    def graph(folder: Path, name: str, marker: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "graph.c").write_text(GRAPH.replace("MARKER", marker))
+        subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcudnn_graph.so.9.1", "-o",
+                        str(folder / name), str(folder / "graph.c")], check=True)
+
+    site = tmp_path / "nvidia" / "cudnn" / "lib"
+    graph(site, "libcudnn_graph.so.9", "1")
+    _library(site, "libcudnn.so.9", SHIM, "-ldl")
+    graph(tmp_path / "decoy", "other.so", "2")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text(APP)
+    (tmp_path / "standin.toml").write_text(RECIPE)
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "app"\npath = "app"\nentry = "main.py"\n[runtime]\n'
+                    'recipe = "standin.toml"\n[sources]\n'
+                    f'nvidia = "{(tmp_path / "nvidia").as_posix()}"\n')
+    code, _, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    app = tmp_path / "dist" / "app"
+    decoy = tmp_path / "decoy" / "other.so"
+    done = _python(_run_main(app, f"import ctypes\nctypes.CDLL({str(decoy)!r})\n"))
+    assert done.returncode == 1
+    assert (f"another libcudnn_graph.so.9.1 is already loaded from {decoy}; this app needs "
+            f"its bundled {app / 'cudnn' / 'libcudnn_graph.so.9'}") in done.stderr, done.stderr
+    assert _python(_run_main(app)).returncode == 0   # the control: nothing loaded first
