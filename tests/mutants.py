@@ -46,9 +46,6 @@ INIT_TESTS = ("tests/test_init.py",)
 FACTS = "bundler/framework_facts.py"
 NAMES = "bundler/loaded_names.py"
 FACTS_TESTS = ("tests/test_framework_facts.py",)
-FACTS = "bundler/framework_facts.py"
-NAMES = "bundler/loaded_names.py"
-FACTS_TESTS = ("tests/test_framework_facts.py",)
 INIT_FITS_TESTS = ("tests/test_init_fits.py",)
 REFUSAL_HINT_TESTS = ("tests/test_refusal_hints.py",)
 LINUX_RELEASE_TESTS = ("tests/test_linux_releases.py",)
@@ -67,41 +64,6 @@ class Mutant:
 
 
 MUTANTS = (
-    # Issue 27 items 1-2: frameworks describe themselves; their minimums are enforced.
-    Mutant("framework-file-unread", "the app scan does not read a framework's build-info "
-           "file", FACTS, "            if path.is_file():\n", "            if False:\n",
-           FACTS_TESTS),
-    Mutant("table-minimum-ignored", "the driver table's cuDNN minimum is not a minimum",
-           FACTS, "        if self.row is not None and self.row.cudnn:\n",
-           "        if False:\n", FACTS_TESTS),
-    Mutant("cudnn-minimum-unchecked", "a cuDNN older than the framework's own is accepted",
-           FACTS, "if have[:1] != floor[:1] or have < floor:", "if have[:1] != floor[:1]:",
-           FACTS_TESTS),
-    Mutant("cudnn-major-unchecked", "a newer cuDNN major (9 for an 8.6.0 framework) fits",
-           FACTS, "if have[:1] != floor[:1] or have < floor:", "if have < floor:",
-           FACTS_TESTS),
-    Mutant("cuda-family-unchecked", "a runtime of another CUDA family fits", FACTS,
-           "if built and cuda and not same_cuda_family(built, cuda):", "if False:",
-           FACTS_TESTS),
-    Mutant("unreadable-facts-ignored", "a build-info file that cannot be read is ignored",
-           FACTS, "        if facts.unreadable:\n", "        if False:\n", FACTS_TESTS),
-    Mutant("fit-checked-after-inputs", "pack opens the recipe's inputs before the fit check",
-           "bundler/pack/pipeline.py", "        refuse_unfit_release(spec.recipe, "
-           "spec.app_path)\n", "        pass\n", FACTS_TESTS),
-    Mutant("loaded-names-unread", "the app scan ignores the names binaries load by name",
-           "bundler/pack/app_scan.py", "for name in _loaded_by_name(path, platform)]",
-           "for name in ()]", FACTS_TESTS),
-    Mutant("utf16-names-missed", "names held as UTF-16LE (LoadLibraryW's) are not read",
-           NAMES, "for run in _UTF16.finditer(around):", "for run in _UTF16.finditer(b''):",
-           FACTS_TESTS),
-    Mutant("piece-overlap-lost", "a name cut by the 8 MiB piece boundary is missed", NAMES,
-           "            tail = window[-_LONGEST:]\n", "            tail = b''\n",
-           FACTS_TESTS),
-    Mutant("loader-not-required", "names count in a binary that calls no loader", NAMES,
-           "    if not loader:\n", "    if False:\n", FACTS_TESTS),
-    Mutant("fallbacks-demanded", "every version a binary names is demanded", NAMES,
-           "by_stem.values() if len(group) == 1 for n in group)",
-           "by_stem.values() for n in group)", FACTS_TESTS),
     # Issue 27 items 1-2: frameworks describe themselves; their minimums are enforced.
     Mutant("framework-file-unread", "the app scan does not read a framework's build-info "
            "file", FACTS, "            if path.is_file():\n", "            if False:\n",
