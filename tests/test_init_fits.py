@@ -228,6 +228,33 @@ def test_requirements_pins_choose_the_recipe_and_the_embedded_python_builder(
     assert load_spec(tmp_path / "app.spec").builder == "folder"
 
 
+def test_a_pinned_paddle_gets_cudnn_8_at_its_minimum_for_cuda_11(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """paddlepaddle-gpu 2.6.2 pinned (the table's row: CUDA 11.8, cuDNN >= 8.6.0, the
+    CUDA libraries it loads by name): cuDNN 8 for CUDA 11 from a PyPI wheel, with cuBLAS,
+    cuFFT, cuSOLVER and cuSPARSE. Pinned beside onnxruntime-gpu 1.20 (cuDNN 9), no
+    release serves both: said as TO DECIDE, naming both figures."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.py").write_text("import paddle\n")
+    (tmp_path / "requirements.txt").write_text("paddlepaddle-gpu==2.6.2\npaddleocr\n")
+    code, _, err = init(capsys, app)
+    assert code == 0, err
+    data = written(tmp_path / "app.spec")
+    assert data["runtime"]["recipe"] == "cudnn-8.9.5.29-cuda11-win-x64"
+    assert {"cublas", "cufft", "cusolver", "cusparse"} <= set(data["runtime"]["components"])
+    assert "cuDNN 8.6.0 or newer" in comments((tmp_path / "app.spec").read_text())
+
+    (tmp_path / "app.spec").unlink()
+    (tmp_path / "requirements.txt").write_text("paddlepaddle-gpu==2.6.2\n"
+                                               "onnxruntime-gpu==1.20.0\n")
+    code, out, err = init(capsys, app)
+    assert code == 0, err
+    said = comments((tmp_path / "app.spec").read_text())
+    assert "recipe: TO DECIDE: no cuDNN release bundler knows" in said
+    assert "paddlepaddle-gpu 2.6.2: CUDA 11.8" in said and "onnxruntime-gpu 1.20.0" in said
+
+
 def test_an_unknown_pinned_framework_is_left_to_decide(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     app = tmp_path / "app"
