@@ -99,6 +99,9 @@ MUTANTS = (
     Mutant("fallbacks-demanded", "every version a binary names is demanded", NAMES,
            "by_stem.values() if len(group) == 1 for n in group)",
            "by_stem.values() for n in group)", FACTS_TESTS),
+    Mutant("doctor-frameworks-unjudged", "doctor does not judge a bundle's frameworks by "
+           "pack's rule", "bundler/diagnose/doctor/bundle_frameworks.py",
+           "reason = fits(framework, cuda, cudnn)", "reason = None", FACTS_TESTS),
     Mutant("launcher-drops-arguments", "embedded-python: the .cmd does not pass %*", EMBED,
            '"%~dp0{script}" %*\'', '"%~dp0{script}"\'', EMBED_TESTS),
     Mutant("pth-without-the-app", "embedded-python: the ._pth leaves the app folder out",
