@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from bundler.diagnose.doctor.bundle_environment import environment_findings
+from bundler.diagnose.doctor.bundle_frameworks import framework_findings
 from bundler.diagnose.doctor.findings import (
     NOTE,
     OK,
@@ -100,7 +101,8 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report)
                 + _glibc_findings(report, glibc)
-                + environment_findings(target, found.root, manifest))
+                + environment_findings(target, found.root, manifest)
+                + framework_findings(target, found.root, manifest))
     if linux:
         findings += linux_load_findings(target, found.root, manifest.load_order, environ)
     return replace(report, findings=tuple(findings))
