@@ -23,7 +23,8 @@ The API (pack's app scan, `bundler init` and `bundler doctor` call it):
 
 - `read_frameworks(root, folders, table)`: the `FrameworkFacts` of every framework
   bundler knows installed in `folders` (site-packages folders inside the app folder
-  `root`; `table` is the target platform's `driver_table()`);
+  `root`; `table` is the target platform's `driver_table()`); `frameworks_in(root,
+  table)` finds those folders itself;
 - `fits(facts, cuda, cudnn) -> str | None`: None when a runtime of that CUDA ("12",
   "11.8", "10.1") and cuDNN ("9.1.0.70") version serves the framework, else the reason,
   naming the framework, the file (or table row) that says so and the minimum;
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -200,6 +202,19 @@ def cuda_in_name(distribution: str) -> str:
     if any_minor:
         return digits
     return f"{digits[:-1]}.{digits[-1]}"
+
+
+def frameworks_in(root: Path, table: DriverTable,
+                  skip: Path | None = None) -> tuple[FrameworkFacts, ...]:
+    """`read_frameworks` of every site-packages folder under `root` (a folder holding a
+    *.dist-info or *.egg-info), `skip` (a bundle's runtime folder) left out. Only the
+    metadata and the build-info files are read: quick enough to run before anything else."""
+    folders: set[Path] = set()
+    for folder, dirs, _ in os.walk(root):
+        here = Path(folder)
+        dirs[:] = [d for d in dirs if skip is None or here / d != skip]
+        folders |= {here for d in dirs if d.endswith((".dist-info", ".egg-info"))}
+    return read_frameworks(root, sorted(folders), table)
 
 
 def _inside(path: Path, root: Path) -> str:

@@ -11,6 +11,7 @@ libpaddle.pyd holds them (a loader import, then the names)."""
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from bundler.pack.app_scan import scan_app
 from bundler.platforms import windows
 from bundler.recipe import find_recipe
 from tests.packing import run_cli
+from tests.test_linux_bundle import GRAPH, RECIPE, SHIM, _library
+from tests.test_linux_bundle import pytestmark as linux_with_gcc
 from tests.wheelkit import make_wheel
 
 PADDLE_VERSION = """\
@@ -260,3 +263,38 @@ def test_pack_without_frameworks_is_unchanged(tmp_path: Path) -> None:
         from bundler.framework_facts import refuse_unfit
         refuse_unfit([FrameworkFacts("a", "1", "f", unreadable="f: bad")], "r", "12", "9",
                      "win-x64")
+
+
+@linux_with_gcc
+def test_doctor_of_a_bundle_names_the_framework_its_runtime_does_not_fit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bundle (cuDNN 9.19 / CUDA 13) whose site-packages later gains Paddle 3.0.0
+    (built for CUDA 11.8 / cuDNN 8.6.0) and onnxruntime-gpu (CUDA 13 / cuDNN 9): doctor
+    judges each by its own file, with pack's rule."""
+    nvidia = tmp_path / "nvidia" / "cudnn" / "lib"
+    _library(nvidia, "libcudnn_graph.so.9", GRAPH.replace("MARKER", "1"))
+    _library(nvidia, "libcudnn.so.9", SHIM, "-ldl")
+    (tmp_path / "standin.toml").write_text(RECIPE)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "main.py").write_text("print('hello')\n")
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "app"\npath = "app"\nentry = "main.py"\n[runtime]\n'
+                    f'recipe = "standin.toml"\n[sources]\nnvidia = "{tmp_path / "nvidia"}"\n')
+    code, _, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    bundle = tmp_path / "dist" / "app"
+    site = bundle / "site-packages"
+    install(site, "paddlepaddle-gpu", "3.0.0", {"paddle/version/__init__.py": PADDLE_VERSION})
+    install(site, "onnxruntime-gpu", "1.40.0", {"onnxruntime/capi/version_info.py":
+                                                ORT_VERSION_INFO.replace("12.2.128", "13.0")})
+    code, out, _ = run_cli(capsys, "doctor", str(bundle), "--json")
+    findings = [f for f in json.loads(out)["findings"] if f["about"] == "framework"]
+    assert code == 1
+    assert [(f["level"], f["message"]) for f in findings] == [
+        ("ok", "onnxruntime-gpu 1.40.0 runs on the bundle's CUDA 13.0 / cuDNN 9.19.0.56 "
+               "(cuDNN >= 9, site-packages/onnxruntime/capi/version_info.py)"),
+        ("problem", "standin-cudnn-linux-x64: paddlepaddle-gpu 3.0.0 needs cuDNN 8 at 8.6.0 "
+                    "or newer (site-packages/paddle/version/__init__.py says 8.6.0); this "
+                    "runtime's cuDNN is 9.19.0.56")]
+    assert findings[1]["hint"].startswith(
+        "re-pack with a release that fits: cudnn-8.9.6.50-cuda11-linux-x64")

@@ -24,7 +24,12 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError
-from bundler.framework_facts import FrameworkFacts, read_frameworks, refuse_unfit
+from bundler.framework_facts import (
+    FrameworkFacts,
+    frameworks_in,
+    read_frameworks,
+    refuse_unfit,
+)
 from bundler.library_imports import is_runtime_library
 from bundler.loaded_names import loaded_by_name
 from bundler.pack.builders.folder import outputs_in
@@ -119,11 +124,8 @@ def refuse_unfit_release(release: str, app: Path | None) -> None:
     platform = platform_for_release(parsed[2]) if parsed else None
     if parsed is None or platform is None or app is None or not app.is_dir():
         return   # a recipe file: select_for_app checks it once it is read
-    folders = {_metadata_parent(Path(folder), app) for folder, _, _ in os.walk(app)
-               if Path(folder).name.endswith(_METADATA_SUFFIXES)}
     cudnn, cuda, suffix = parsed
-    refuse_unfit(read_frameworks(app, sorted(folders), platform.driver_table()), release,
-                 cuda, cudnn, suffix)
+    refuse_unfit(frameworks_in(app, platform.driver_table()), release, cuda, cudnn, suffix)
 
 
 def _walk(root: Path, skip: str) -> list[Path]:
