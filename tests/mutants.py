@@ -216,8 +216,8 @@ MUTANTS = (
            ZIP, "return path.suffix.lower() in _WINDOWS_EXECUTABLE",
            "return bool(path.stat().st_mode & stat.S_IXUSR)", ("tests/test_zip_paths.py",)),
     Mutant("embedded-python-unlisted", "embedded-python: python/ and the launcher are not "
-           "in the manifest", EMBED, "return replace(built, made=(PYTHON_DIR, launcher.name))",
-           "return built", EMBED_VERIFY_TESTS),
+           "in the manifest", EMBED, "made=(PYTHON_DIR, launcher.name), left_out=left_out)",
+           "left_out=left_out)", EMBED_VERIFY_TESTS),
     Mutant("verify-skips-built", "verify does not check the files a builder added",
            "bundler/diagnose/verify.py", "    _check_built(found, report, hashes)\n", "",
            EMBED_VERIFY_TESTS),
@@ -378,8 +378,8 @@ MUTANTS = (
            "bundler/pack/app_needs.py", 'uses = [f"use {whole[0]}"] if whole else',
            "uses = [] if whole else", ("tests/test_app_scan.py",)),
     Mutant("unprovided-unsaid", "pack says nothing of imports nothing provides",
-           "bundler/pack/app_needs.py", "_unprovided(recipe, scan) if scan is not None else ())",
-           "())", ("tests/test_app_scan.py",)),
+           "bundler/pack/app_needs.py", "_unprovided(recipe, scan) if scan is not None else (),",
+           "(),", ("tests/test_app_scan.py",)),
     Mutant("entry-checked-late", "a typo in app.entry is found in the staging copy",
            "bundler/pack/pipeline.py", "    check_entry(spec)   # a typo", "    pass  # a typo",
            ("tests/test_pack_refusals.py",)),
@@ -504,7 +504,7 @@ MUTANTS = (
            "              for w in left_out for dll in w.libraries if False]\n",
            ("tests/test_one_copy_embedded.py",)),
     Mutant("doctor-ignores-environment", "doctor does not look at the app's environment",
-           BUNDLE_CHECKS, "+ environment_findings(target, found.root, manifest))", ")",
+           BUNDLE_CHECKS, "+ environment_findings(target, found.root, manifest)", "+ []",
            ("tests/test_one_copy.py",)),
     Mutant("no-first-call-completion", "a selection is not completed with what its "
            "libraries load at their first call (core alone: cuDNN's shim without ops_infer "
