@@ -121,3 +121,27 @@ def test_a_warm_pack_from_the_store_says_what_a_cold_one_says(
     assert warm["runtime_origin"]["files"].get("store", 0) > 0
     assert warm["inputs_trusted"] == cold["inputs_trusted"]
     assert warm["inputs_trusted"]["cudnn"].startswith("NOT SIGNED")
+
+
+def test_the_trust_line_says_signed_only_when_this_pack_verified_the_signatures(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same recipe (a folder source NVIDIA signs), once with NVIDIA's real signed DLL
+    and once with its signature stripped and allowed: the line follows the check."""
+    from tests.signing import nvidia_signed_dll, require_signing_tools, strip_signature
+    from tests.test_signatures import G4, _workspace
+
+    require_signing_tools()
+    real = nvidia_signed_dll(tmp_path / "nvidia")
+    code, out, err = run_cli(capsys, "pack", _workspace(tmp_path / "signed", real,
+                                                        "NVIDIA Corporation", (G4,)), "--json")
+    assert code == 0, err
+    assert json.loads(out)["inputs_trusted"]["lib"] == (
+        "1 file(s) verified by NVIDIA Corporation's signature")
+    stripped = strip_signature(real, tmp_path / "stripped.dll")
+    spec = _workspace(tmp_path / "stripped", stripped, "NVIDIA Corporation", (G4,),
+                      allow='allow_unsigned = ["*.dll"]')
+    code, out, err = run_cli(capsys, "pack", spec, "--json")
+    assert code == 0, err
+    said = json.loads(out)["inputs_trusted"]["lib"]
+    assert said.startswith("NOT SIGNED: not NVIDIA's published file: 1 file(s) without")
+    assert "verified by" not in said
