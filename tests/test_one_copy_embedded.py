@@ -3,7 +3,8 @@ NVIDIA's nvidia-* wheels into the bundle's site-packages, and onnxruntime's
 preload_dlls() would load their DLLs by full path beside the bundle's. The builder
 leaves out what the bundle provides (the whole nvidia-cudnn-cu11 wheel; cuBLAS's two
 DLLs of nvidia-cublas-cu11, whose nvblas64_10.dll the bundle lacks and keeps) and the
-pack summary and --json say so.
+pack summary and --json say so. A Windows folder app carrying the same site-packages
+is refused with the fix.
 
 The wheels are stand-ins built here in NVIDIA's layout (nvidia/<lib>/bin/*.dll, their
 dist-info named as NVIDIA's), with an onnxruntime-gpu whose extras require them; pip
@@ -14,6 +15,8 @@ file would from PyPI.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +25,7 @@ from bundler.errors import SpecError
 from bundler.pack.one_copy import LeftOutWheel
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
-from tests.packing import run_cli
+from tests.packing import make_workspace, run_cli
 from tests.test_embedded_python import bundler_cache, embedded_workspace
 from tests.wheelkit import make_wheel
 
@@ -149,3 +152,28 @@ def test_what_stands_in_for_the_left_out_wheels_is_selected(spec: Path, tmp_path
                               "from cudnn-8.0.3.33-cuda10.1-win-x64: "), message
     assert ("'cnn_infer' (cudnn_cnn_infer64_8.dll: in place of nvidia-cudnn-cu11 8.0.3.33, "
             "left out of the app)") in message
+
+
+def test_a_windows_folder_app_carrying_them_is_refused(
+        tmp_path: Path, standin_zip: Path, standin_toolkit: Path, standin_framework: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The folder builder, for Windows: an app folder whose site-packages pip filled with
+    onnxruntime-gpu[cuda,cudnn] for win_amd64 is refused with the fix, before the generic
+    "the app ships its own" refusal, naming the wheels and onnxruntime-gpu."""
+    workspace = make_workspace(tmp_path, standin_framework,
+                               {"cudnn": standin_zip, "cuda": standin_toolkit})
+    wheels = _wheels(tmp_path / "wheels", standin_framework.read_bytes())
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--find-links",
+                    str(wheels), "--target", str(tmp_path / "app" / "site-packages"),
+                    "--platform", "win_amd64", "--only-binary=:all:", "--no-compile",
+                    "--disable-pip-version-check", "onnxruntime-gpu[cuda,cudnn]==1.15.1"],
+                   check=True, capture_output=True)
+    code, _, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 2, err
+    assert ("bundler: error: the app's own site-packages (site-packages) holds "
+            "nvidia-cublas-cu11 10.2.1.243 (cublas64_10.dll, cublasLt64_10.dll); "
+            "nvidia-cudnn-cu11 8.0.3.33 (cudnn64_8.dll, cudnn_cnn_infer64_8.dll, "
+            "cudnn_ops_infer64_8.dll), which onnxruntime-gpu 1.15.1 (preload_dlls() when the "
+            "app calls it) loads by path after the bootstrap ran") in err
+    assert "onnxruntime-gpu without [cuda,cudnn]" in err
+    assert "pip uninstall nvidia-cublas-cu11 nvidia-cudnn-cu11" in err
