@@ -25,6 +25,7 @@ from bundler.pack.app_scan import scan_app
 from bundler.platforms import windows
 from bundler.recipe import find_recipe
 from tests.packing import run_cli
+from tests.test_app_scan import standin_setup
 from tests.test_linux_bundle import GRAPH, RECIPE, SHIM, _library
 from tests.test_linux_bundle import pytestmark as linux_with_gcc
 from tests.wheelkit import make_wheel
@@ -298,3 +299,27 @@ def test_doctor_of_a_bundle_names_the_framework_its_runtime_does_not_fit(
                     "runtime's cuDNN is 9.19.0.56")]
     assert findings[1]["hint"].startswith(
         "re-pack with a release that fits: cudnn-8.9.6.50-cuda11-linux-x64")
+
+
+def test_a_paddle_2_6_2_app_packs_with_what_its_binary_loads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """End to end: Paddle 2.6.2 (its real version file, a libpaddle.pyd holding the names)
+    packed with a CUDA 11 cuDNN 8.9 release (stand-in wheels shaped like NVIDIA's): the
+    bundle holds what the binary loads by name, and the summary says so."""
+    paddle_app(tmp_path)
+    components = ["cudart", "cublas", "core", "ops_infer", "ops_train", "cnn_infer",
+                  "cnn_train", "adv_infer", "adv_train", "cufft", "cusolver", "cusparse"]
+    ref, wheels = standin_setup(tmp_path, CU11, components)
+    sources = "\n".join(f'{sid} = "{p.as_posix()}"' for sid, p in wheels.items())
+    spec = write_spec(tmp_path, ref, sources)
+    spec.write_text(spec.read_text().replace("[sources]",
+                                             'allow_unsigned = ["*.dll"]\n\n[sources]'))
+    code, out, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    for component, dll in (("cufft", "cufft64_10.dll"), ("cusolver", "cusolver64_11.dll"),
+                           ("cusparse", "cusparse64_11.dll")):
+        assert (f"{component}: {dll}: loaded by name by Lib/site-packages/{LIBPADDLE}"
+                in out), out
+    runtime = tmp_path / "dist" / "app" / "cudnn"
+    assert {"cudnn64_8.dll", "cublas64_11.dll", "cusolver64_11.dll", "cusparse64_11.dll",
+            "cufft64_10.dll"} <= {p.name for p in runtime.iterdir()}
