@@ -143,11 +143,62 @@ def test_core_alone_packs_a_cudnn_that_creates_its_handle_under_wine(
     (workspace.root / "app" / "main.py").write_text(CREATE_APP)
     code, out, err = run_cli(capsys, "pack", workspace.spec)
     assert code == 0, err
-    assert ("  ops_infer: cudnn_ops_infer64_8.dll: loaded by cudnn64_8.dll at its first call"
-            in out.splitlines()), out
-    assert "  cublas: required by ops_infer" in out.splitlines()
-    assert (workspace.dist / "cudnn" / "cudnn_ops_infer64_8.dll").is_file()
     done = app_python.run([workspace.dist / "main.py"], timeout=120)
     assert done.returncode == 0, done.stderr
     ran = json.loads(done.stdout.strip().splitlines()[-1])
     assert ran == {"create": 0, "version": 8003}, ran
+    assert ("  ops_infer: cudnn_ops_infer64_8.dll: loaded by cudnn64_8.dll at its first call"
+            in out.splitlines()), out
+    assert "  cublas: required by ops_infer" in out.splitlines()
+
+
+CU12 = "cudnn-9.28.0.42-cuda12-win-x64"
+
+
+def _cudnn9_pair(folder: Path) -> dict[str, bytes]:
+    """cudnn64_9.dll whose cudnnCreate loads cudnn_graph64_9.dll by bare name (as the
+    real shim forwards it), and a graph that answers its version check: stand-ins
+    (tests/standin/cudnn.c, cudnn_sublib.c) with cuDNN 9.28.0.42's numbers."""
+    from tests.winenv.build import StandinSpec, build_dll
+
+    version = (9, 28, 0, 42)
+    shim = StandinSpec("cudnn.c", "cudnn64_9.dll", version, defines=(
+        ("STANDIN_CUDNN_VERSION", "92800"), ("STANDIN_CUDART_VERSION", "12090"),
+        ("STANDIN_OPS_INFER_NAME", '"cudnn_graph64_9.dll"')))
+    graph = StandinSpec("cudnn_sublib.c", "cudnn_graph64_9.dll", version, defines=(
+        ("STANDIN_CHECK_FN", "cudnnOpsInferVersionCheck"),
+        ("STANDIN_CUDNN_VERSION", "92800"), ("STANDIN_EXPORT_GET_VERSION", "1")))
+    return {f"nvidia/cudnn/bin/{spec.name}": build_dll(spec, folder).read_bytes()
+            for spec in (shim, graph)}
+
+
+@pytest.mark.wine
+def test_core_alone_of_cudnn_9_creates_its_handle_under_wine(
+        tmp_path: Path, app_python: WindowsPython, capsys: pytest.CaptureFixture[str]) -> None:
+    """components = ["core"] of cuDNN 9.28 (CUDA 12, rendered from the family, stand-in
+    wheels): cudnn64_9.dll's cudnnCreate loads cudnn_graph64_9.dll by bare name; the
+    bundle carries graph and what it requires, and the handle is created."""
+    from tests.test_app_scan import standin_setup, write_spec
+    from tests.wheelkit import make_wheel
+    from tests.winenv.build import build_dll, framework_spec
+
+    ref, wheels = standin_setup(tmp_path, CU12, ["core"])
+    with zipfile.ZipFile(wheels["cudnn"]) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()
+                   if not n.endswith((".dist-info/WHEEL", ".dist-info/RECORD"))}
+    members.update(_cudnn9_pair(tmp_path / "pair"))
+    name, version = wheels["cudnn"].name.split("-")[:2]
+    wheels["cudnn"].unlink()
+    wheels["cudnn"] = make_wheel(wheels["cudnn"].parent, members, name=name, version=version)
+    app = tmp_path / "app"
+    build_dll(framework_spec(cudnn_name="cudnn64_9.dll"), app)
+    (app / "main.py").write_text(CREATE_APP)
+    spec = write_spec(tmp_path, ref, wheels, 'components = ["core"]', entry="main.py")
+    code, out, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    done = app_python.run([tmp_path / "dist" / "app" / "main.py"], timeout=120)
+    assert done.returncode == 0, done.stderr
+    ran = json.loads(done.stdout.strip().splitlines()[-1])
+    assert ran == {"create": 0, "version": 92800}, ran
+    assert "  graph: cudnn_graph64_9.dll: loaded by cudnn64_9.dll at its first call" in (
+        out.splitlines()), out
