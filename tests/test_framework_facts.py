@@ -22,7 +22,7 @@ from bundler.framework_facts import FrameworkFacts, fits, fitting_releases
 from bundler.loaded_names import loaded_by_name
 from bundler.pack.app_needs import select_for_app
 from bundler.pack.app_scan import scan_app
-from bundler.platforms import windows
+from bundler.platforms import platform_for_release, windows
 from bundler.recipe import find_recipe
 from tests.packing import run_cli
 from tests.test_app_scan import standin_setup
@@ -323,3 +323,12 @@ def test_a_paddle_2_6_2_app_packs_with_what_its_binary_loads(
     runtime = tmp_path / "dist" / "app" / "cudnn"
     assert {"cudnn64_8.dll", "cublas64_11.dll", "cusolver64_11.dll", "cusparse64_11.dll",
             "cufft64_10.dll"} <= {p.name for p in runtime.iterdir()}
+
+
+def test_sonames_a_linux_binary_dlopens_are_found(tmp_path: Path) -> None:
+    linux = platform_for_release("linux-x64")
+    assert linux is not None
+    binary = tmp_path / "libframework.so"
+    binary.write_bytes(b"\x7fELF" + b"\x00" * 60 + b"dlopen\x00libcublas.so.12\x00"
+                       b"libcudnn.so.9\x00libcupti.so.12\x00libfoo.so.1\x00")
+    assert loaded_by_name(binary, linux).names == ("libcublas.so.12", "libcudnn.so.9")
