@@ -31,6 +31,7 @@ from bundler.manifest import (
     FoundManifest,
 )
 from bundler.pack.pipeline import PackResult, pack
+from bundler.pack.signatures import ladder
 from bundler.pack.spec import load_spec
 from bundler.pack.store import DISABLED, STORE_VARIABLE, open_store
 from bundler.pack.store_upkeep import MAX_VARIABLE, StoreReport, examine, prune, size_cap
@@ -340,7 +341,8 @@ def _show_recipe(recipe: Recipe) -> None:
         found_by = f" (found via {', '.join(source.env)})" if source.env else ""
         what = (f"{source.package}=={source.version}" if source.package
                 else source.file_name)
-        print(f"  source {source.id}: {source.kind} {what}{found_by}; {source.trust}")
+        print(f"  source {source.id}: {source.kind} {what}{found_by}; "
+              f"{ladder(recipe, source.id)}")
     for component in recipe.components.values():
         requires = f" -> {', '.join(component.requires)}" if component.requires else ""
         print(f"  component {component.name}: {', '.join(component.files)}{requires}")

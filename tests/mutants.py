@@ -172,6 +172,10 @@ MUTANTS = (
            "if said and not file.version and _is_cudnn(recipe.target, name) and",
            "if False and said and not file.version and _is_cudnn(recipe.target, name) and",
            ("tests/test_release_evidence.py",)),
+    Mutant("recipes-shows-static-trust", "bundler recipes shows the recipe's static trust "
+           "text, not the ladder a pack applies", "bundler/commands.py",
+           "f\"{ladder(recipe, source.id)}\")", "f\"{source.trust}\")",
+           ("tests/test_trust_ladder.py",)),
     Mutant("lock-pins-no-manifest", "verify --lock ignores the lock's manifest and entry pins",
            "bundler/diagnose/verify.py", "    _check_locked_bundle(found, lock, report, hashes)\n",
            "", ("tests/test_lock_bundle.py",)),

@@ -145,3 +145,13 @@ def test_the_trust_line_says_signed_only_when_this_pack_verified_the_signatures(
     said = json.loads(out)["inputs_trusted"]["lib"]
     assert said.startswith("NOT SIGNED: not NVIDIA's published file: 1 file(s) without")
     assert "verified by" not in said
+
+
+def test_recipes_shows_the_ladder_a_pack_applies(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "recipes", SEED)
+    assert code == 0
+    line = next(text for text in out.splitlines() if text.startswith("  source cudnn:"))
+    assert "verified by sha256 when it is NVIDIA's cudnn-10.1-windows10-x64-v8.0.3.33.zip " \
+           "(sha256 recorded by a third party" in line
+    assert line.endswith("else each DLL must carry NVIDIA Corporation's signature; else "
+                         "refused unless allow_unsigned names the files")

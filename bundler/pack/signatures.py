@@ -107,6 +107,20 @@ def known_hashes(recipe: Recipe, sid: str) -> list[KnownHash]:
     return known
 
 
+def ladder(recipe: Recipe, sid: str) -> str:
+    """How a pack will vouch for source `sid`'s input (`bundler recipes`): the rungs
+    this recipe's source has, in order; a strict pin or no rung at all as the recipe says."""
+    spec = recipe.sources[sid]
+    if spec.sha256:
+        return spec.trust
+    rungs = [f"verified by sha256 when it is {k.what}: {k.sha256[:12]}…"
+             for k in known_hashes(recipe, sid)[:1]]
+    if spec.signed_by:
+        rungs.append(f"{'else ' if rungs else ''}each DLL must carry {spec.signed_by}'s "
+                     "signature; else refused unless allow_unsigned names the files")
+    return "; ".join(rungs) if rungs else spec.trust
+
+
 def _archive_words(archive: ArchiveRelease) -> str:
     where = archive.sha256_source
     if where.startswith("third-party:"):
