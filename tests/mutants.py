@@ -298,7 +298,7 @@ MUTANTS = (
            INIT_FITS_TESTS),
     Mutant("init-no-allow-unsigned-line", "init: no commented allow_unsigned for a zip by "
            "path", "bundler/init_writer.py", """return [*lines, '# allow_unsigned""",
-           """return [] or [*lines, '# allow_unsigned""", INIT_TESTS),
+           """return [] and [*lines, '# allow_unsigned""", INIT_TESTS),
     Mutant("hint-any-cuda-recipe", "a refusal names a shipped recipe of another CUDA",
            "bundler/pack/app_needs.py", "             and _of_cuda(r.cuda, app_cuda)\n", "",
            REFUSAL_HINT_TESTS),
