@@ -72,7 +72,7 @@ def choose(scan: AppScan, platform: Platform, folder: Path,
                            if key(n.dll) in shipped}))
     names = list(dict.fromkeys(n.dll for n in needs))
     constraining = [f for f in frameworks if _constrains(f)]
-    if not names and not constraining:
+    if not names and not constraining and not any(f.unreadable for f in frameworks):
         needs += [n for n in named if key(n.dll) not in shipped]
         fitting = [item for item in found if all(find_recipe(item.release.name, folder)
                                                  .supplier_of(n.dll) for n in named)]
@@ -85,6 +85,10 @@ def choose(scan: AppScan, platform: Platform, folder: Path,
                "recipes` lists them)")
         return _with_components(find_recipe(DEFAULT_RECIPE, folder), why, needs, copies)
     recipe, reasons = _newest_supplying(names, constraining, platform, folder, found)
+    # pack refuses a framework whose build-info file it cannot read: say so here too
+    reasons += tuple(f"TO DECIDE: {f.title}'s build-info file cannot be read "
+                     f"({f.unreadable}), so what it needs is unknown and `bundler pack` "
+                     "refuses it: reinstall it" for f in frameworks if f.unreadable)
     return _with_components(recipe, reasons, needs, copies)
 
 

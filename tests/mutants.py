@@ -289,6 +289,10 @@ MUTANTS = (
     Mutant("init-scans-git", "init: needs and copies under .git count",
            "bundler/init_choice.py", '    return _VCS in path.split("/")',
            "    return False", INIT_FITS_TESTS),
+    Mutant("init-unreadable-unsaid", "init: a build-info file pack cannot read is not "
+           "said", "bundler/init_choice.py",
+           '"refuses it: reinstall it" for f in frameworks if f.unreadable)',
+           '"refuses it: reinstall it" for f in frameworks if False)', INIT_FITS_TESTS),
     Mutant("init-requirements-unread", "init: requirements.txt pins name no framework",
            "bundler/init_requirements.py", "if row is not None or named_cuda:",
            "if False:", INIT_FITS_TESTS),

@@ -81,6 +81,17 @@ def test_ort_1_14_gets_the_newest_release_bundler_fetches_not_a_login_only_zip(
     assert recipe.startswith("cudnn-9.") and recipe.endswith("-cuda11-win-x64")
 
 
+def test_an_unreadable_build_info_file_is_left_to_decide(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pack refuses a framework whose build-info file it cannot read; init says so."""
+    installed(tmp_path / "app", "onnxruntime-gpu", "1.20.1", ORT_INFO, "use_cuda = (\n")
+    code, out, err = init(capsys, tmp_path / "app")
+    assert code == 0, err
+    said = comments((tmp_path / "app.spec").read_text())
+    assert "TO DECIDE: onnxruntime-gpu 1.20.1's build-info file cannot be read" in said
+    assert "TO DECIDE in the spec need your answer" in out
+
+
 def test_ort_1_2x_beside_a_sibling_checkout_gets_cudnn_9_and_not_its_zip(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The ORT 1.2x app needs cudnn64_9 (its version_info.py); the quickstart checkout
