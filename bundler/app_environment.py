@@ -13,7 +13,8 @@ Which environment (docs/spec-format.md, "One copy in the process"): the site-pac
 folders inside the app (an embedded-python app's, or a folder app that carries one),
 plus the one a spec names; an app with neither runs with an outside interpreter, taken
 to be the one bundler runs under when the app is for this machine's platform, and
-there only the frameworks the app's own scripts import count.
+there only the frameworks the app's own scripts import count. A "preload" framework
+(onnxruntime) counts where the app's scripts name its preload function.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
@@ -83,21 +85,19 @@ def app_environment(root: Path, platform: Platform, named: Path | None = None,
     """The environment of the app in `root` (`skip`: a folder of it left out, the
     runtime being built); `named`: a site-packages folder the spec names."""
     own = site_packages_in(root, skip)
+    code = AppCode(root, skip)
     parts = [_part(own, f"the app's own site-packages "
-                   f"({', '.join(_shown(f, root) for f in own)})", None, platform)] \
+                   f"({', '.join(_shown(f, root) for f in own)})", platform, code)] \
         if own else []
     if named is not None:
-        parts.append(_part((named,), f"[scan] environment {named}", None, platform))
+        parts.append(_part((named,), f"[scan] environment {named}", platform, code))
     here = this_machine()
     if not parts and here is not None and here.name == platform.name:
         folders = interpreter_site_packages()
-        # The app's scripts are read only where a framework there could count.
-        imported = imported_modules(root, skip) \
-            if _part(folders, "", None, platform).loaders else frozenset()
         parts.append(_part(folders, f"the Python bundler runs under ({sys.executable}: "
                            f"{', '.join(str(f) for f in folders) or 'no site-packages'}; "
-                           "a framework counts where the app's scripts import it)", imported,
-                           platform))
+                           "a framework counts where the app's scripts import it)", platform,
+                           code, imports_count=True))
     if not parts:
         return Environment("none (the app carries no site-packages, and the Python that "
                            "runs it is not on this machine: name its site-packages with "
@@ -110,7 +110,8 @@ def app_environment(root: Path, platform: Platform, named: Path | None = None,
 
 def read_environment(folders: Iterable[Path], platform: Platform, described: str = ""
                      ) -> Environment:
-    return _part(tuple(folders), described, None, platform)
+    """The frameworks and wheels in `folders`, every framework counted."""
+    return _part(tuple(folders), described, platform, None)
 
 
 def second_copies(environment: Environment, provided: Iterable[str], platform: Platform
@@ -151,29 +152,53 @@ def interpreter_site_packages() -> tuple[Path, ...]:
     return tuple(found)
 
 
-def imported_modules(root: Path, skip: Path | None = None) -> frozenset[str]:
-    """The top-level modules the app's own scripts import (`import jax.numpy` -> jax),
-    read with ast, site-packages folders left out."""
-    sites = set(site_packages_in(root, skip))
-    skipped = skip.resolve() if skip is not None else None
-    names: set[str] = set()
-    for folder, dirs, files in os.walk(root):
-        here = Path(folder)
-        dirs[:] = [d for d in dirs if here / d not in sites and d != "__pycache__"
-                   and (skipped is None or (here / d).resolve() != skipped)]
-        for name in files:
-            if name.endswith(".py"):
-                names |= _imports_of(here / name)
-    return frozenset(names)
+class AppCode:
+    """What the app's own scripts import (`import jax.numpy` -> jax) and the names they
+    use (`ort.preload_dlls()` -> preload_dlls), read with ast once, when first asked;
+    site-packages folders left out."""
+
+    def __init__(self, root: Path, skip: Path | None = None) -> None:
+        self.root, self.skip = root, skip
+
+    @cached_property
+    def _read(self) -> tuple[int, frozenset[str], frozenset[str]]:
+        sites = set(site_packages_in(self.root, self.skip))
+        skipped = self.skip.resolve() if self.skip is not None else None
+        scripts, modules, names = 0, set(), set()
+        for folder, dirs, files in os.walk(self.root):
+            here = Path(folder)
+            dirs[:] = [d for d in dirs if here / d not in sites and d != "__pycache__"
+                       and (skipped is None or (here / d).resolve() != skipped)]
+            for name in files:
+                tree = _tree(here / name) if name.endswith(".py") else None
+                if tree is not None:
+                    scripts += 1
+                    modules |= _imports(tree)
+                    names |= {n.attr if isinstance(n, ast.Attribute) else n.id
+                              for n in ast.walk(tree) if isinstance(n, ast.Attribute | ast.Name)}
+        return scripts, frozenset(modules), frozenset(names)
+
+    @property
+    def modules(self) -> frozenset[str]:
+        return self._read[1]
+
+    def may_call(self, function: str) -> bool:
+        """Whether the app may call `function`: it names it, or no script is readable
+        (a frozen app's code is not), so it cannot be told."""
+        scripts, _, names = self._read
+        return not scripts or function in names
 
 
-def _imports_of(path: Path) -> set[str]:
+def _tree(path: Path) -> ast.AST | None:
     try:
         if path.stat().st_size > _LARGEST_SCRIPT:
-            return set()
-        tree = ast.parse(path.read_bytes(), str(path))
+            return None
+        return ast.parse(path.read_bytes(), str(path))
     except (OSError, SyntaxError, ValueError):
-        return set()   # not Python this interpreter reads: it imports nothing we can see
+        return None   # not Python this interpreter reads: it uses nothing we can see
+
+
+def _imports(tree: ast.AST) -> set[str]:
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -183,13 +208,15 @@ def _imports_of(path: Path) -> set[str]:
     return found
 
 
-def _part(folders: tuple[Path, ...], described: str, imported: frozenset[str] | None,
-          platform: Platform) -> Environment:
-    """One environment's frameworks and wheels; `imported`: only frameworks whose
-    module the app imports count (None: every one)."""
+def _part(folders: tuple[Path, ...], described: str, platform: Platform,
+          code: AppCode | None, imports_count: bool = False) -> Environment:
+    """One environment's frameworks and wheels. With the app's `code`: a "preload"
+    framework counts where the app may call its preload function, and, where
+    `imports_count`, a framework only where the app's scripts import it."""
     facts = platform.facts()
     opens = {_normal(name): how for name, how in facts.framework_opens}
     modules = {_normal(name): module for name, module in facts.framework_imports}
+    calls = {_normal(name): function for name, function in facts.framework_preload}
     loaders: dict[str, PathLoader] = {}
     wheels: dict[str, NvidiaWheel] = {}
     for folder in folders:
@@ -197,8 +224,11 @@ def _part(folders: tuple[Path, ...], described: str, imported: frozenset[str] | 
             dist = metadata.PathDistribution(info)
             name = dist.metadata["Name"] or ""
             key = _normal(name)
-            if key in opens and (imported is None or modules.get(key, key) in imported):
-                loaders.setdefault(key, PathLoader(name, dist.version, opens[key]))
+            if key in opens:
+                if code is None or ((not imports_count
+                                     or modules.get(key, key) in code.modules)
+                                    and (key not in calls or code.may_call(calls[key]))):
+                    loaders.setdefault(key, PathLoader(name, dist.version, opens[key]))
             elif key.startswith(_NVIDIA) and key not in wheels:
                 files = tuple(sorted(str(f).replace(os.sep, "/") for f in dist.files or ()))
                 # Present ones only: a library left out of a wheel stays in its RECORD.

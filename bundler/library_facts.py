@@ -55,6 +55,8 @@ class OSFacts:
     framework_opens: tuple[tuple[str, str], ...] = ()
     # (distribution, the module an app imports to use it): "jax" for jax-cuda13-pjrt.
     framework_imports: tuple[tuple[str, str], ...] = ()
+    # (distribution, the function that makes a "preload" framework load them)
+    framework_preload: tuple[tuple[str, str], ...] = ()
 
     def key(self, name: str) -> str:
         return name.lower() if self.case_insensitive else name
@@ -131,6 +133,9 @@ def parse_os_facts(data: dict, path: Path, *, case_insensitive: bool, library_na
     imports = top.table("framework_imports", required=False)
     framework_imports = tuple((name, imports.take(name, str)) for name in imports.names())
     imports.done()
+    calls = top.table("framework_preload", required=False)
+    framework_preload = tuple((name, calls.take(name, str)) for name in calls.names())
+    calls.done()
     facts = OSFacts(
         system=names["system"], vc_runtime=names["vc_runtime"],
         cuda_library=re.compile(library_name.format(prefixes=prefixes)),
@@ -141,6 +146,7 @@ def parse_os_facts(data: dict, path: Path, *, case_insensitive: bool, library_na
         api_sets=names["api_sets"],
         dll_search_order=tuple(top.take_str_list("dll_search_order")),
         library_majors=library_majors, case_insensitive=case_insensitive,
-        framework_opens=framework_opens, framework_imports=framework_imports)
+        framework_opens=framework_opens, framework_imports=framework_imports,
+        framework_preload=framework_preload)
     top.done()
     return facts

@@ -483,11 +483,15 @@ MUTANTS = (
     # One copy in the process (issue 27 item 4): bundler/app_environment.py, pack/one_copy.py
     Mutant("env-no-path-loaders", "no framework in the app's environment counts as loading "
            "by path", "bundler/app_environment.py",
-           "if key in opens and (imported is None or modules.get(key, key) in imported):",
-           "if False:", ("tests/test_one_copy.py",)),
+           "loaders.setdefault(key, PathLoader(name, dist.version, opens[key]))", "pass",
+           ("tests/test_one_copy.py",)),
     Mutant("env-imports-ignored", "the outside Python's frameworks count though the app does "
            "not import them", "bundler/app_environment.py",
-           "(imported is None or modules.get(key, key) in imported)", "True",
+           "or modules.get(key, key) in code.modules)", "or True)",
+           ("tests/test_one_copy.py",)),
+    Mutant("preload-always-counts", "onnxruntime counts though the app never calls "
+           "preload_dlls()", "bundler/app_environment.py",
+           "(key not in calls or code.may_call(calls[key]))", "True",
            ("tests/test_one_copy.py",)),
     Mutant("env-record-only", "a wheel's libraries are read from RECORD, present or not",
            "bundler/app_environment.py",

@@ -200,3 +200,26 @@ def test_an_environment_that_is_not_a_folder_is_refused(
     assert code == 2, err
     assert (f"bundler: error: {spec}: [scan] environment = 'venv/lib/python3.12/site-packages': "
             f"{tmp_path / 'venv/lib/python3.12/site-packages'} is not a folder") in err
+
+
+def test_onnxruntime_counts_where_the_app_calls_preload_dlls(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """onnxruntime-gpu loads the wheels' copies by path only in preload_dlls(), which
+    the app calls (linux.toml's framework_preload); otherwise its CUDA provider's NEEDED
+    libcudnn.so.9 is the copy the bootstrap mapped. So the same environment packs for an
+    app that does not call it and is refused for one that does."""
+    wheels = _wheels(tmp_path, with_jax=False)
+    wheels.append(make_wheel(tmp_path / "wheels", {
+        "onnxruntime/__init__.py": b"def preload_dlls(cuda=True, cudnn=True): pass\n",
+        "onnxruntime_gpu-1.23.2.dist-info/METADATA": _metadata("onnxruntime-gpu", "1.23.2")},
+        name="onnxruntime_gpu", version="1.23.2", platform="any"))
+    _install(tmp_path / "venv" / "site-packages", wheels)
+    spec = _workspace(tmp_path, 'environment = "venv/site-packages"\n',
+                      app_imports="import onnxruntime as ort\n")
+    code, out, err = run_cli(capsys, "pack", spec)
+    assert code == 0, err
+    (tmp_path / "app" / "main.py").write_text("import onnxruntime as ort\nort.preload_dlls()\n")
+    code, _, err = run_cli(capsys, "pack", spec)
+    assert code == 2, err
+    assert ("which onnxruntime-gpu 1.23.2 (preload_dlls() when the app calls it) loads by "
+            "path after the bootstrap ran") in err

@@ -68,9 +68,16 @@ def spec(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
     spec = embedded_workspace(tmp_path, standin_framework,
                               {"cudnn": standin_zip, "cuda": standin_toolkit})
     wheels = _wheels(tmp_path / "wheels", standin_framework.read_bytes())
+    _calls_preload(tmp_path / "app" / "main.py")
     (tmp_path / "requirements.txt").write_text(
         f"--no-index\n--find-links {wheels.as_posix()}\nonnxruntime-gpu[cuda,cudnn]==1.15.1\n")
     return spec
+
+
+def _calls_preload(script: Path) -> None:
+    """The app calls onnxruntime.preload_dlls(), as onnxruntime's docs ask of apps that
+    use the nvidia-* wheels: only then does onnxruntime load them by path."""
+    script.write_text(script.read_text() + "\nimport onnxruntime\nonnxruntime.preload_dlls()\n")
 
 
 def test_the_embedded_python_builder_leaves_out_what_the_bundle_provides(
@@ -168,6 +175,12 @@ def test_a_windows_folder_app_carrying_them_is_refused(
                     "--platform", "win_amd64", "--only-binary=:all:", "--no-compile",
                     "--disable-pip-version-check", "onnxruntime-gpu[cuda,cudnn]==1.15.1"],
                    check=True, capture_output=True)
+    # Without a call of preload_dlls() onnxruntime loads them by name: the modules the
+    # bootstrap loaded. The app still ships its own copies, which pack refuses.
+    code, _, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 2, err
+    assert "the app ships its own cublasLt64_10.dll" in err
+    _calls_preload(tmp_path / "app" / "main.py")
     code, _, err = run_cli(capsys, "pack", workspace.spec)
     assert code == 2, err
     assert ("bundler: error: the app's own site-packages (site-packages) holds "
