@@ -36,6 +36,7 @@ from bundler.pack.spec import load_spec
 from bundler.pack.store import DISABLED, STORE_VARIABLE, open_store
 from bundler.pack.store_upkeep import MAX_VARIABLE, StoreReport, examine, prune, size_cap
 from bundler.recipe import Recipe, find_recipe, shipped_recipes
+from bundler.recipe_selection import completions
 from bundler.releases.catalogue import Release, family_counts, find_release, matching_releases
 from bundler.support.swap_journal import journaled_targets, recover_beside
 from bundler.support.text_tables import human_size as _size
@@ -348,6 +349,9 @@ def _show_recipe(recipe: Recipe) -> None:
         print(f"  component {component.name}: {', '.join(component.files)}{requires}")
         if component.description:
             print(f"    {component.description}")
+        brings = completions(recipe, [component.name])   # what it needs to work, and why
+        if brings:
+            print(f"    brings {'; '.join(f'{c} ({w[0]})' for c, w in brings.items())}")
 
 
 def _list_releases(query: str, releases: list[Release], as_json: bool) -> int:

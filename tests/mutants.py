@@ -529,6 +529,9 @@ MUTANTS = (
            "along", "bundler/pack/pipeline.py",
            "reasons={**selection.reasons, **completed}", "reasons={**selection.reasons}",
            ("tests/test_components_complete.py",)),
+    Mutant("recipes-hides-what-it-brings", "bundler recipes NAME does not say what a "
+           "component brings to work", "bundler/commands.py", "        if brings:\n",
+           "        if False:\n", ("tests/test_components_complete.py",)),
     Mutant("app-pyd-not-provided", "a binary the app ships in another folder (a .pyd) does "
            "not count as provided to the app's other binaries", "bundler/pack/app_needs.py",
            ",\n              *(platform.name_key(PurePosixPath(by).name) for by, _ in "

@@ -202,3 +202,16 @@ def test_core_alone_of_cudnn_9_creates_its_handle_under_wine(
     assert ran == {"create": 0, "version": 92800}, ran
     assert "  graph: cudnn_graph64_9.dll: loaded by cudnn64_9.dll at its first call" in (
         out.splitlines()), out
+
+
+def test_bundler_recipes_says_what_a_component_brings_to_work(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "recipes", SEED)
+    assert code == 0, err
+    lines = out.splitlines()
+    core = lines.index("  component core: cudnn64_8.dll")
+    assert lines[core + 2] == (
+        "    brings cudart (required by ops_infer); cublas (required by ops_infer); "
+        "ops_infer (cudnn_ops_infer64_8.dll: loaded by cudnn64_8.dll at its first call)")
+    # Only core needs more than it requires.
+    assert [i for i, line in enumerate(lines) if line.startswith("    brings")] == [core + 2]
