@@ -70,7 +70,9 @@ def test_driver_version_from_nvcuda_file_version(file_version: str, driver: str)
     ("tensorflow-gpu", "2.4.0", "11.0", "8.0"),
     ("tensorflow", "2.10.0", "11.2", "8.1"),
     ("paddlepaddle-gpu", "2.1.0.post101", "10.1", "7.6"),
-    ("paddlepaddle_gpu", "2.2.2", "10.1", "7.6"),
+    # PyPI's Windows 2.2.2-2.4.2 are CUDA 10.2 builds (their paddle/version/__init__.py)
+    ("paddlepaddle_gpu", "2.2.2", "10.2", "7.6.5"),
+    ("paddlepaddle-gpu", "2.6.2", "11.8", "8.6.0"),
     ("torch", "1.8.1+cu101", "10.1", "7.6"),
 ])
 def test_framework_table(distribution: str, version: str, cuda: str, cudnn: str) -> None:
@@ -81,7 +83,7 @@ def test_framework_table(distribution: str, version: str, cuda: str, cudnn: str)
 
 @pytest.mark.parametrize("distribution, version", [
     ("tensorflow", "2.11.0"), ("torch", "1.8.1+cpu"), ("torch", "1.8.1"),
-    ("paddlepaddle-gpu", "2.3.0"), ("numpy", "2.3.0")])
+    ("paddlepaddle-gpu", "3.0.0"), ("numpy", "2.3.0")])
 def test_framework_table_leaves_unknown_releases_alone(distribution: str,
                                                        version: str) -> None:
     assert compat_facts().framework_entry(distribution, version) is None
