@@ -93,7 +93,7 @@ def _print_pack(result: PackResult) -> None:
     if len(result.unprovided) > _SKIPPED_SHOWN:
         print(f"  not provided: what {len(result.unprovided) - _SKIPPED_SHOWN} more files "
               "import (--json lists them all)")
-    if result.environment and not result.environment.startswith("none"):
+    if result.environment:   # "none (...)" too: what was not examined is said
         print(f"  environment examined for second copies: {result.environment}")
     for wheel in result.left_out_wheels:   # the bundle provides these (pack/one_copy.py)
         what = "left out" if wheel.whole else f"{', '.join(wheel.libraries)} left out"

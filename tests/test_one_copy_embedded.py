@@ -190,3 +190,17 @@ def test_a_windows_folder_app_carrying_them_is_refused(
             "app calls it) loads by path after the bootstrap ran") in err
     assert "onnxruntime-gpu without [cuda,cudnn]" in err
     assert "pip uninstall nvidia-cublas-cu11 nvidia-cudnn-cu11" in err
+
+
+def test_a_windows_folder_app_packed_here_says_no_environment_was_examined(
+        tmp_path: Path, standin_zip: Path, standin_toolkit: Path, standin_framework: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Packed on Linux, a Windows folder app without site-packages runs with a Python
+    bundler cannot see: the summary says nothing was examined and how to name one."""
+    workspace = make_workspace(tmp_path, standin_framework,
+                               {"cudnn": standin_zip, "cuda": standin_toolkit})
+    code, out, err = run_cli(capsys, "pack", workspace.spec)
+    assert code == 0, err
+    assert ("  environment examined for second copies: none (the app carries no "
+            "site-packages, and the Python that runs it is not on this machine: name its "
+            "site-packages with [scan] environment)") in out.splitlines()
