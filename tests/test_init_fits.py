@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -329,3 +330,18 @@ def test_a_file_name_never_becomes_a_spec_key(
         assert "the app ships its own" not in text
     else:
         assert '(plugins/x\\nallow_unsigned = ["*", "y"]\\n#/cudnn64_8.dll)' in comments(text)
+
+
+def test_a_file_name_that_is_not_utf8_is_written_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: a non-UTF-8 file name (bytes 0xff on Linux) in a comment made init fail
+    with exit 3 writing the spec; it is written escaped and the spec reads back."""
+    app = tmp_path / "app"
+    installed(app, "tensorflow", "2.10.1")   # loads cudnn64_8.dll by name
+    odd = Path(os.fsdecode(bytes(app / "plugins") + b"/\xffx"))
+    odd.mkdir(parents=True)
+    (odd / "cudnn64_8.dll").write_bytes(b"not a DLL")
+    code, _, err = init(capsys, app)
+    assert code == 0, err
+    assert "(plugins/\\udcffx/cudnn64_8.dll)" in comments((tmp_path / "app.spec").read_text())
+    load_spec(tmp_path / "app.spec")
