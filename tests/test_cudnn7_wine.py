@@ -1,4 +1,4 @@
-"""cuDNN 7 (CUDA 10.x), the seeds' frameworks' cuDNN: a Paddle 2.2 app packs with a
+"""cuDNN 7 (CUDA 10.x), the seeds' frameworks' cuDNN: a Paddle 2.1 app (CUDA 10.1) packs with a
 cuDNN 7 release named from the catalogue, its one DLL checked by cudnnGetVersion's code
 and the CUDA-style version resource, and the bundle's copy loads under Wine ahead of a
 decoy on PATH.
@@ -53,12 +53,13 @@ def paddle_app(root: Path, toolkit: Path) -> Path:
         imports = (("cublas64_10.dll", ("cublasGetVersion_v2",)),) \
             if name.startswith("cusolver") else ()
         build_shaped(Shape(name, imports), tk / "bin")
-    dist_info(root / "app", "paddlepaddle-gpu", "2.2.2")
+    # 2.1: the CUDA 10.1 row (PyPI's 2.2.2 is a CUDA 10.2 build, refused with 10.1)
+    dist_info(root / "app", "paddlepaddle-gpu", "2.1.3")
     (root / "app" / "main.py").write_text(LOADER)
     return tk
 
 
-def test_a_paddle_2_2_app_packs_and_loads_its_cudnn_7(
+def test_a_paddle_2_1_app_packs_and_loads_its_cudnn_7(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], standin_toolkit: Path,
         win_python: WindowsPython) -> None:
     toolkit = paddle_app(tmp_path, standin_toolkit)
