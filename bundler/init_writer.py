@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.errors import SpecError
 from bundler.init_choice import Choice
 from bundler.init_inputs import FoundInput
 from bundler.pack.spec import MAX_APP_NAME
@@ -76,9 +77,17 @@ def spec_path_text(path: Path, spec_folder: Path) -> str:
     """A path as the spec writes it: relative to the spec's folder where it can be
     (the spec moves with its app), with '/' (Windows reads it too)."""
     try:
-        return Path(os.path.relpath(path.resolve(), spec_folder.resolve())).as_posix()
+        text = Path(os.path.relpath(path.resolve(), spec_folder.resolve())).as_posix()
     except ValueError:   # another drive on Windows: no relative path
-        return path.resolve().as_posix()
+        text = path.resolve().as_posix()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:   # bytes no encoding gives (0xff on Linux)
+        raise SpecError(f"{comment_text(text)}: the path is not UTF-8 text, and a spec "
+                        "(TOML) holds only text", "rename the folder or file with a UTF-8 "
+                        "name, or write the spec where the path is relative to it without "
+                        "that part (--out)") from None
+    return text
 
 
 def render(command: str, name: str, app: Path, spec_folder: Path, entry: EntryGuess,

@@ -345,3 +345,17 @@ def test_a_file_name_that_is_not_utf8_is_written_escaped(
     assert code == 0, err
     assert "(plugins/\\udcffx/cudnn64_8.dll)" in comments((tmp_path / "app.spec").read_text())
     load_spec(tmp_path / "app.spec")
+
+
+def test_a_path_the_spec_cannot_hold_is_bad_input_not_a_crash(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An app folder whose name is not UTF-8, written into a spec elsewhere (--out): TOML
+    holds only text, so exit 2 naming it (escaped) and the fix, and no spec is left."""
+    app = Path(os.fsdecode(bytes(tmp_path) + b"/\xffproj/app"))
+    app.mkdir(parents=True)
+    (app / "main.py").write_text("print('hello')\n")
+    (tmp_path / "out").mkdir()
+    code, _, err = init(capsys, app, "--out", tmp_path / "out" / "x.spec")
+    assert code == 2, err
+    assert "\\udcffproj/app: the path is not UTF-8 text" in err and "rename" in err
+    assert not (tmp_path / "out" / "x.spec").exists()
