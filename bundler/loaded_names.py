@@ -11,10 +11,12 @@ these, so the app scan reads each binary's bytes for them:
 - a name counts when the platform calls it a library and it is a runtime library (a CUDA
   or cuDNN library, or one a shipped recipe ships: `library_imports.is_runtime_library`):
   optional tools no runtime ships (cupti, nvToolsExt, TensorRT) are not demanded;
-- a binary naming two versions of one library (cudnn64_7.dll and cudnn64_8.dll) holds a
-  list of fallbacks tried in turn, not two needs: those names are reported as
-  `alternatives` and none of them is demanded (the framework's own files and the driver
-  table decide).
+- a binary naming two versions of one library holds a list of fallbacks tried in turn,
+  not two needs (Paddle's dynamic_loader.cc: "cublas64_118.dll;cublas64_11.dll",
+  "curand64_118.dll;curand64_11.dll;curand64_10.dll"): the one of them a runtime
+  bundler knows ships (a cuDNN family, a runtime set, a shipped recipe) is demanded;
+  where none or several are (cudnn64_7.dll and cudnn64_8.dll), they are reported as
+  `alternatives` and none is demanded (the framework's files and the table decide).
 
 The bytes are read in pieces (bounded memory, a 1 GB binary included), each piece
 overlapping the last by the longest name so none is cut.
@@ -28,7 +30,9 @@ from functools import cache
 from pathlib import Path
 
 from bundler.library_imports import is_runtime_library
-from bundler.platforms import Platform
+from bundler.platforms import Platform, platform_for
+from bundler.recipe import families_dir, shipped_recipes
+from bundler.releases.families import families, runtime_sets, translated
 
 _PIECE = 8 << 20
 _LONGEST = 256          # bytes: the longest name (UTF-16 doubles it) kept across pieces
@@ -92,9 +96,33 @@ def _names_in(around: bytes) -> list[str]:
 
 
 def _split_alternatives(names: list[str], platform: Platform) -> LoadedNames:
+    """Per library (its stem), the one name it loads; several names of one library are a
+    fallback list ("cublas64_118.dll;cublas64_11.dll", Paddle's): the one name a runtime
+    bundler knows ships is the one to demand, else none of them is."""
     by_stem: dict[str, list[str]] = {}
     for name in names:
         by_stem.setdefault(platform.library_stem(name).lower() or name, []).append(name)
-    single = tuple(n for group in by_stem.values() if len(group) == 1 for n in group)
-    several = tuple(n for group in by_stem.values() if len(group) > 1 for n in group)
-    return LoadedNames(single, several)
+    shipped = _shipped_names(platform.name)
+    single: list[str] = []
+    several: list[str] = []
+    for group in by_stem.values():
+        real = [n for n in group if platform.name_key(n) in shipped]
+        chosen = group if len(group) == 1 else real if len(real) == 1 else []
+        single += chosen
+        several += [n for n in group if n not in chosen]
+    return LoadedNames(tuple(single), tuple(several))
+
+
+@cache
+def _shipped_names(platform_name: str) -> frozenset[str]:
+    """Every library name a runtime bundler knows ships for that platform: the cuDNN
+    families' files, the runtime sets' and the shipped recipes'."""
+    platform = platform_for(platform_name)
+    folder = families_dir()
+    names = {f.name for recipe in shipped_recipes() if recipe.platform == platform_name
+             for f in recipe.files.values()}
+    names |= {n for family in families(folder).values()
+              for n in translated(family, platform).files}
+    names |= {n for runtime in runtime_sets(folder).values()
+              if runtime.platform == platform_name for n in runtime.tables.get("files", {})}
+    return frozenset(platform.name_key(n) for n in names)

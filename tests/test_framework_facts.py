@@ -247,6 +247,19 @@ def test_several_versions_of_one_library_are_fallbacks_not_needs(tmp_path: Path)
     assert found.alternatives == ("cudnn64_7.dll", "cudnn64_8.dll")
 
 
+def test_of_a_fallback_list_the_name_a_runtime_ships_is_demanded(tmp_path: Path) -> None:
+    """Paddle's loader (dynamic_loader.cc) tries each name of such a list in turn: one of
+    each is a name a CUDA 11 runtime has."""
+    binary = tmp_path / "libpaddle.pyd"
+    binary.write_bytes(loader_binary(("cublas64_118.dll;cublas64_11.dll",
+                                      "curand64_118.dll;curand64_11.dll;curand64_10.dll"),
+                                     wide=False))
+    found = loaded_by_name(binary, windows())
+    assert found.names == ("cublas64_11.dll", "curand64_10.dll")
+    # curand64_11/118 are no CUDA library's names (windows.toml): never candidates
+    assert found.alternatives == ("cublas64_118.dll",)
+
+
 def test_a_name_across_two_pieces_of_a_large_binary_is_found(tmp_path: Path) -> None:
     binary = tmp_path / "big.pyd"
     name = "cusolver64_11.dll".encode("utf-16-le")
