@@ -97,8 +97,11 @@ MUTANTS = (
     Mutant("loader-not-required", "names count in a binary that calls no loader", NAMES,
            "    if not loader:\n", "    if False:\n", FACTS_TESTS),
     Mutant("fallbacks-demanded", "every version a binary names is demanded", NAMES,
-           "by_stem.values() if len(group) == 1 for n in group)",
-           "by_stem.values() for n in group)", FACTS_TESTS),
+           "chosen = group if len(group) == 1 else real if len(real) == 1 else []",
+           "chosen = group", FACTS_TESTS),
+    Mutant("fallback-shipped-unpicked", "of a fallback list, the name a runtime ships is "
+           "not demanded", NAMES, "else real if len(real) == 1 else []", "else []",
+           FACTS_TESTS),
     Mutant("doctor-frameworks-unjudged", "doctor does not judge a bundle's frameworks by "
            "pack's rule", "bundler/diagnose/doctor/bundle_frameworks.py",
            "reason = fits(framework, cuda, cudnn)", "reason = None", FACTS_TESTS),
