@@ -86,12 +86,13 @@ def check_process(found: FoundManifest, command: list[str], timeout: float) -> P
         problems.append(f"the app exited with status {exit_code}" + (
             f": {output[-1]}" if output else ""))
     bundled = {_key(platform, f.path) for f in manifest.files}
+    bundled_names = {key.rsplit("/", 1)[-1] for key in bundled}
     modules: list[MappedModule] = []
     foreign, doubled = [], []
     for report in reports:
         pid, app = int(report["pid"]), str(report["app"])
         seen = [_module(platform, pid, app, path, bundled)
-                for path in report["modules"] if _counts(platform, path, bundled)]
+                for path in report["modules"] if _counts(platform, path, bundled_names)]
         modules += seen
         foreign += [f"{pid}: {m.path}" for m in seen if not m.from_bundle]
         by_name: dict[str, list[str]] = {}
@@ -162,12 +163,11 @@ def _name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def _counts(platform: Platform, path: str, bundled: set[str]) -> bool:
+def _counts(platform: Platform, path: str, bundled_names: set[str]) -> bool:
     """Whether a mapped file is a cuDNN/CUDA library, by the platform's naming."""
     name, facts = _name(path), platform.facts()
     if not platform.is_library(name) or facts.is_driver(name):
         return False
-    bundled_names = {key.rsplit("/", 1)[-1] for key in bundled}
     return (facts.is_cuda_library(name) or platform.library_stem(name).startswith("cudnn")
             or platform.name_key(name) in bundled_names)
 
