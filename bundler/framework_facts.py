@@ -46,7 +46,7 @@ import ast
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
@@ -205,14 +205,17 @@ def cuda_in_name(distribution: str) -> str:
 
 
 def frameworks_in(root: Path, table: DriverTable,
-                  skip: Path | None = None) -> tuple[FrameworkFacts, ...]:
+                  leave_out: Callable[[Path, list[str]], Container[str]] | None = None
+                  ) -> tuple[FrameworkFacts, ...]:
     """`read_frameworks` of every site-packages folder under `root` (a folder holding a
-    *.dist-info or *.egg-info), `skip` (a bundle's runtime folder) left out. Only the
-    metadata and the build-info files are read: quick enough to run before anything else."""
+    *.dist-info or *.egg-info); `leave_out(folder, names)` names the subfolders not to
+    enter (a bundle's runtime folder, an earlier pack's output). Only the metadata and the
+    build-info files are read: quick enough to run before anything else."""
     folders: set[Path] = set()
     for folder, dirs, _ in os.walk(root):
         here = Path(folder)
-        dirs[:] = [d for d in dirs if skip is None or here / d != skip]
+        left = leave_out(here, dirs) if leave_out is not None else ()
+        dirs[:] = [d for d in dirs if d not in left]
         folders |= {here for d in dirs if d.endswith((".dist-info", ".egg-info"))}
     return read_frameworks(root, sorted(folders), table)
 

@@ -102,6 +102,9 @@ MUTANTS = (
     Mutant("fallback-shipped-unpicked", "of a fallback list, the name a runtime ships is "
            "not demanded", NAMES, "else real if len(real) == 1 else []", "else []",
            FACTS_TESTS),
+    Mutant("fit-reads-old-bundles", "pack's first check reads the frameworks of an earlier "
+           "bundle inside the app folder", "bundler/pack/app_scan.py",
+           "lambda here, dirs: outputs_in(here, dirs, None))", "None)", FACTS_TESTS),
     Mutant("doctor-frameworks-unjudged", "doctor does not judge a bundle's frameworks by "
            "pack's rule", "bundler/diagnose/doctor/bundle_frameworks.py",
            "reason = fits(framework, cuda, cudnn)", "reason = None", FACTS_TESTS),

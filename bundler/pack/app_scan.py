@@ -125,7 +125,9 @@ def refuse_unfit_release(release: str, app: Path | None) -> None:
     if parsed is None or platform is None or app is None or not app.is_dir():
         return   # a recipe file: select_for_app checks it once it is read
     cudnn, cuda, suffix = parsed
-    refuse_unfit(frameworks_in(app, platform.driver_table()), release, cuda, cudnn, suffix)
+    facts = frameworks_in(app, platform.driver_table(),   # an earlier pack's output: not
+                          lambda here, dirs: outputs_in(here, dirs, None))   # the app's
+    refuse_unfit(facts, release, cuda, cudnn, suffix)
 
 
 def _walk(root: Path, skip: str) -> list[Path]:

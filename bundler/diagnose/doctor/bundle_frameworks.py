@@ -17,7 +17,9 @@ from bundler.platforms import Platform
 
 
 def framework_findings(platform: Platform, root: Path, manifest: Manifest) -> list[Finding]:
-    facts = frameworks_in(root, platform.driver_table(), skip=root / manifest.runtime_dir)
+    runtime = root / manifest.runtime_dir
+    facts = frameworks_in(root, platform.driver_table(),
+                          lambda here, dirs: {d for d in dirs if here / d == runtime})
     cuda, cudnn = manifest.versions.cuda, manifest.versions.cudnn
     findings = []
     for framework in facts:
