@@ -22,6 +22,14 @@ from bundler.manifest import (
     find_manifest,
 )
 from bundler.platforms import Trust, windows
+from bundler.support.bundle_files import (
+    MISSING,
+    RESIZED,
+    describe_link,
+    file_state,
+    link_on_the_way,
+    walk_files,
+)
 from bundler.support.hashing import sha256_file
 from bundler.support.paths import is_inside_relative
 from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular
@@ -121,27 +129,36 @@ def verify(app: Path, found: FoundManifest | None = None, lock: Lock | None = No
     report = VerifyReport(app=app, manifest=found.path, lock=str(lock_path or ""))
     manifest = found.manifest
     expected = {entry.path: entry.sha256 for entry in manifest.files}
+    sizes: dict[str, int | None] = {entry.path: entry.size for entry in manifest.files}
     signed = {e.path: e for e in manifest.files if e.signature == SIGNATURE_VERIFIED}
     if manifest.bootstrap.path:
         expected[manifest.bootstrap.path] = manifest.bootstrap.sha256
     hashes: dict[str, str] = {}
+    # A runtime folder replaced by a link is one finding, not one per file in it.
+    runtime_link = link_on_the_way(found.root, manifest.runtime_dir)
+    if runtime_link:
+        report.changed.append(f"{runtime_link}/ ({describe_link(found.root / runtime_link)}:"
+                              " not walked)")
     for relpath, sha256 in sorted(expected.items()):
         path = found.root / relpath
         report.checked += 1
-        if not path.is_file():
+        if runtime_link and relpath.startswith(f"{runtime_link}/"):
+            continue
+        state = file_state(found.root, relpath, sizes.get(relpath))
+        if state == MISSING:
             report.missing.append(relpath)
-        elif _hash(path, relpath, hashes) != sha256:
-            report.changed.append(relpath)
+        elif state == RESIZED or (not state and _hash(path, relpath, hashes) != sha256):
+            report.changed.append(relpath)   # another size: changed, without reading it
+        elif state:   # a link, a pipe: never followed or read
+            report.changed.append(f"{relpath} ({state})")
         elif relpath in signed:
             report.signed += 1
             problem = _signature_problem(path, signed[relpath])
             if problem:
                 report.signatures.append(f"{relpath}: {problem}")
-    runtime = found.root / manifest.runtime_dir
-    for path in sorted(p for p in runtime.rglob("*") if p.is_file()):
-        relpath = path.relative_to(found.root).as_posix()
-        if relpath not in expected and path != found.path:
-            report.unexpected.append(relpath)
+    for relpath, what in sorted(walk_files(found.root, manifest.runtime_dir)):
+        if relpath not in expected and found.root / relpath != found.path:
+            report.unexpected.append(f"{relpath} ({what})" if what else relpath)
     _check_built(found, report, hashes)
     _check_entry(found, report)
     if lock is not None:
@@ -155,27 +172,34 @@ def _check_built(found: FoundManifest, report: VerifyReport, hashes: dict[str, s
     them (but bytecode, which Python writes into __pycache__ as the app runs)."""
     built = found.manifest.built
     folders = sorted({entry.path.split("/")[0] for entry in built if "/" in entry.path})
-    gone = {folder for folder in folders if not (found.root / folder).is_dir()}
-    for folder in sorted(gone):   # one line for a folder, not one per file
+    # A folder replaced by a link (python/ -> /) is refused, not walked: one line.
+    linked = {folder for folder in folders if link_on_the_way(found.root, folder)}
+    gone = {folder for folder in folders if not (found.root / folder).is_dir()} - linked
+    for folder in sorted(gone | linked):   # one line for a folder, not one per file
         count = sum(1 for entry in built if entry.path.startswith(folder + "/"))
         report.checked += count
-        report.missing.append(f"{folder}/ (all {count} files)")
+        if folder in linked:
+            report.changed.append(f"{folder}/ ({describe_link(found.root / folder)}, not "
+                                  f"the folder of {count} files pack built: not walked)")
+        else:
+            report.missing.append(f"{folder}/ (all {count} files)")
     for entry in built:
-        if entry.path.split("/")[0] in gone:
+        if entry.path.split("/")[0] in gone | linked:
             continue
-        path = found.root / entry.path
         report.checked += 1
-        if not path.is_file():
+        state = file_state(found.root, entry.path, entry.size)
+        if state == MISSING:
             report.missing.append(entry.path)
-        elif _hash(path, entry.path, hashes) != entry.sha256:
+        elif state == RESIZED or (not state and _hash(found.root / entry.path, entry.path,
+                                                      hashes) != entry.sha256):
             report.changed.append(entry.path)
+        elif state:
+            report.changed.append(f"{entry.path} ({state})")
     listed = {entry.path for entry in built}
     for folder in folders:
-        for path in sorted((found.root / folder).rglob("*")):
-            relpath = path.relative_to(found.root).as_posix()
-            if path.is_file() and relpath not in listed and \
-                    "__pycache__" not in relpath.split("/"):
-                report.unexpected.append(relpath)
+        for relpath, what in sorted(walk_files(found.root, folder)):
+            if relpath not in listed and "__pycache__" not in relpath.split("/"):
+                report.unexpected.append(f"{relpath} ({what})" if what else relpath)
 
 
 def _hash(path: Path, relpath: str, hashes: dict[str, str]) -> str:
@@ -192,6 +216,10 @@ def _check_entry(found: FoundManifest, report: VerifyReport) -> None:
         return
     report.checked += 1
     path = found.root / entry
+    link = link_on_the_way(found.root, entry)
+    if link:   # its text may be anything outside the bundle: not read
+        report.changed.append(f"{entry} ({describe_link(found.root / link)})")
+        return
     try:
         with open_regular(path) as handle:   # a FIFO put there would block open()
             text = handle.read(_MAX_ENTRY_BYTES).decode("utf-8", "replace")
@@ -208,10 +236,18 @@ def _check_entry(found: FoundManifest, report: VerifyReport) -> None:
 def _check_lock(found: FoundManifest, lock: Lock, report: VerifyReport,
                 hashes: dict[str, str]) -> None:
     listed = {entry.path for entry in found.manifest.files}
+    sizes = {entry.path: entry.size for entry in found.manifest.files}
     for relpath, sha256 in sorted(lock.files.items()):
         path = found.root / relpath
-        if not is_inside_relative(relpath) or not path.is_file():
+        state = file_state(found.root, relpath, sizes.get(relpath)) \
+            if is_inside_relative(relpath) else MISSING
+        if state == MISSING:
             report.not_as_locked.append(f"{relpath} (in the lock, not in the bundle)")
+        elif state == RESIZED:   # a 200 GB sparse file is not read to say so
+            report.not_as_locked.append(f"{relpath} (not the size the manifest gives: "
+                                        "not read)")
+        elif state:
+            report.not_as_locked.append(f"{relpath} ({state})")
         elif _hash(path, relpath, hashes) != sha256:
             report.not_as_locked.append(f"{relpath} (its sha256 differs from the lock)")
     report.not_as_locked += [f"{relpath} (in the manifest, not in the lock)"
@@ -235,10 +271,11 @@ def _check_locked_bundle(found: FoundManifest, lock: Lock, report: VerifyReport,
         report.lock_pins.append(relpath)
         path = found.root / relpath
         what = "manifest" if path == found.path else "entry"
-        if not is_inside_relative(relpath) or not path.exists():
+        state = file_state(found.root, relpath) if is_inside_relative(relpath) else MISSING
+        if state == MISSING:
             report.not_as_locked.append(f"{relpath} (in the lock, not in the bundle)")
-        elif not path.is_file():
-            report.not_as_locked.append(f"{relpath} ({NOT_REGULAR})")
+        elif state:   # a link is not followed: what it reaches is not the bundle's
+            report.not_as_locked.append(f"{relpath} ({state})")
         elif _hash(path, relpath, hashes) != sha256:
             report.not_as_locked.append(f"{relpath} (its sha256 differs from the lock: "
                                         f"{_EDITED[what]})")

@@ -284,36 +284,42 @@ def remove_read_only(path: Path) -> None:
     bundle's hard link to it, so a chmod here would change those bundles' files (made
     unreadable to other users, and writable). Unlinking needs write permission on the
     folder only; a folder made read-only is made writable for the unlink instead."""
-    try:
-        path.unlink()
-        return
-    except FileNotFoundError:
-        return
-    except PermissionError:
-        pass
-    except OSError:
-        return
-    with contextlib.suppress(OSError):
-        if os.name == "nt":
-            _remove_on_windows(path)
-        else:
-            folder = path.parent
-            folder.chmod(stat.S_IMODE(folder.stat().st_mode) | stat.S_IWUSR | stat.S_IXUSR)
+    for attempt in (_as_it_is, _folder_writable, _file_unlinked_or_aside):
+        try:
+            attempt(path)
             path.unlink()
+            return
+        except FileNotFoundError:
+            return
+        except PermissionError:
+            continue
+        except OSError:
+            return
 
 
-def _remove_on_windows(path: Path) -> None:
-    """Windows refuses to delete a read-only file, and its read-only attribute belongs to
-    the file, so clearing it would make every bundle's link writable. A file no bundle
-    links is cleared and deleted; a linked one is moved aside to tmp/ (a rename keeps
-    the attribute), where removing debris deletes it once no bundle links it."""
+def _as_it_is(path: Path) -> None:
+    pass
+
+
+def _folder_writable(path: Path) -> None:
+    folder = path.parent
+    folder.chmod(stat.S_IMODE(folder.stat().st_mode) | stat.S_IWUSR | stat.S_IXUSR)
+
+
+def _file_unlinked_or_aside(path: Path) -> None:
+    """Where a writable folder is not enough (Windows refuses to delete a read-only
+    file, and its read-only attribute belongs to the file, so clearing it would make
+    every bundle's link writable): a file no bundle links is made writable; a linked one
+    is moved aside into tmp/ (a rename keeps the attribute) — removing debris tries it
+    again later — and FileNotFoundError ends the removal."""
     if path.stat().st_nlink <= 1:
         path.chmod(stat.S_IWUSR | stat.S_IRUSR)
-        path.unlink()
         return
-    aside = path.parents[2] / "tmp" / f"evicted-{path.name}"
-    aside.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(path, aside)
+    if path.parent.name != "tmp":   # objects/ab/<sha256>: moved to tmp/; in tmp/: kept
+        aside = path.parents[2] / "tmp" / f"evicted-{path.name}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, aside)
+    raise FileNotFoundError(path)
 
 
 def _path_key(path: Path) -> str:

@@ -38,6 +38,7 @@ from bundler.manifest import FileEntry, Versions, find_manifest
 from bundler.platforms import Platform, known_platforms, platform_for, this_machine, windows
 from bundler.recipe import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_check, glibc_problem, judge_driver, same_file
+from bundler.support.bundle_files import link_on_the_way
 from bundler.support.hashing import sha256_file
 from bundler.support.text_tables import format_table
 
@@ -162,7 +163,9 @@ def _bundled_dlls(root: Path, entries: tuple[FileEntry, ...], checked: VerifyRep
                   target: Platform) -> tuple[BundledLibrary, ...]:
     """Facts of each bundled DLL still present (verify reports the missing ones)."""
     recipes = _recipes_for(recipe_name)
-    present = [(e, root / e.path) for e in entries if (root / e.path).is_file()]
+    # A link is not read (verify reports it): what it reaches is not the bundle's.
+    present = [(e, root / e.path) for e in entries
+               if not link_on_the_way(root, e.path) and (root / e.path).is_file()]
     beside = {target.name_key(path.name) for _, path in present}
     dlls = []
     for entry, path in present:
