@@ -187,6 +187,18 @@ def test_onnxruntime_says_cudnn_9_and_a_cudnn_8_release_is_refused(
     assert "use a release that fits: cudnn-9." in err and "-cuda12-win-x64" in err
 
 
+def test_onnxruntime_1_16_says_cudnn_8_and_the_table_says_8_5(tmp_path: Path) -> None:
+    """The real 1.16.3 version_info.py says "8"; ORT's CUDA EP requirements say 8.5."""
+    install(tmp_path / "app" / "site-packages", "onnxruntime-gpu", "1.16.3",
+            {"onnxruntime/capi/version_info.py": 'use_cuda = True\ncuda_version = "11.8.0"\n'
+                                                 'cudnn_version = "8"\nvs2019 = False\n'})
+    (facts,) = scan_app(tmp_path / "app", platform=windows()).framework_facts
+    assert (facts.cuda, facts.cudnn) == ("11.8.0", "8")
+    assert fits(facts, "11", "8.5.0.96") is None
+    assert "(bundler's framework table, row 'onnxruntime-gpu 1.16-1.17 (CUDA 11.8)', says " \
+           "8.5); this runtime's cuDNN is 8.2.4.15" in (fits(facts, "11", "8.2.4.15") or "")
+
+
 def test_cupy_and_torch_files_are_read(tmp_path: Path) -> None:
     site = tmp_path / "app" / "site-packages"
     install(site, "cupy-cuda12x", "13.6.0", {"cupy/.data/_wheel.json": CUPY_WHEEL_JSON})
