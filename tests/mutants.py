@@ -489,6 +489,15 @@ MUTANTS = (
            "bundler/diagnose/verify.py",
            "linked = {folder for folder in folders if link_on_the_way(found.root, folder)}",
            "linked: set[str] = set()", ("tests/test_verify_links_embedded.py",)),
+    Mutant("zip-writes-through-links", "pack --zip PATH writes through a link at PATH", ZIP,
+           "        if is_link(os.lstat(path)):", "        if False:",
+           ("tests/test_zip_hostile.py",)),
+    Mutant("zip-names-not-checked", "a name that is not UTF-8 reaches zipfile (exit 3)", ZIP,
+           "        if not is_unicode(relpath):", "        if False:",
+           ("tests/test_zip_hostile.py",)),
+    Mutant("windows-name-raw-bytes", "a name of raw bytes passes the Windows name rule",
+           "bundler/support/paths.py", "    if not is_unicode(part):", "    if False:",
+           ("tests/test_zip_hostile.py",)),
     # One copy in the process (issue 27 item 4): bundler/app_environment.py, pack/one_copy.py
     Mutant("env-no-path-loaders", "no framework in the app's environment counts as loading "
            "by path", "bundler/app_environment.py",

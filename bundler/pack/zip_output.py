@@ -13,6 +13,7 @@ pack's locks, and no folder build copies one into a bundle meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -23,6 +24,8 @@ from pathlib import Path
 
 from bundler.errors import RefusedError
 from bundler.manifest import MANIFEST_NAME
+from bundler.support.bundle_files import describe_link, is_link
+from bundler.support.paths import is_unicode, shown_name
 from bundler.support.progress import byte_progress
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip can hold
@@ -60,6 +63,12 @@ class PendingZip:
 
 def check_zip_path(path: Path, target: Path) -> Path:
     """Where the zip goes, refused early if it cannot be written there."""
+    # A link would be written through, to wherever it points (`--out` refuses links too).
+    with contextlib.suppress(OSError):
+        if is_link(os.lstat(path)):
+            raise RefusedError(f"{path}: the zip path is {describe_link(path)}; refusing "
+                               "to write through it",
+                               "remove the link, or give --zip a path that is not a link")
     path = path.resolve()
     target = target.resolve()
     if path == target or target in path.parents:
@@ -161,7 +170,7 @@ def remove_stale_partials(path: Path) -> list[Path]:
 
 
 def _add_all(archive: zipfile.ZipFile, bundle: Path, top: str, windows: bool) -> None:
-    entries = _entries(bundle)
+    entries = _entries(bundle, top)
     total = sum(size for _, _, size in entries)
     with byte_progress(total, f"zipping {top}") as progress:
         archive.writestr(_info(f"{top}/", is_dir=True, executable=True), b"")
@@ -188,13 +197,19 @@ def _executable(path: Path, windows: bool) -> bool:
     return bool(path.stat().st_mode & stat.S_IXUSR)
 
 
-def _entries(bundle: Path) -> list[tuple[Path, str, int]]:
+def _entries(bundle: Path, top: str) -> list[tuple[Path, str, int]]:
     """(path, relative path, size) of each folder and file, sorted by relative path.
     Links are followed: a hard or symbolic link into the runtime store zips as the file
     it names."""
     found = []
     for path in bundle.rglob("*"):
         relpath = path.relative_to(bundle).as_posix()
+        if not is_unicode(relpath):   # zipfile would fail to encode it (exit 3)
+            raise RefusedError(f"{top}/{shown_name(relpath)}: a file name that is not "
+                               "UTF-8, which a zip cannot hold; the previous bundle, lock "
+                               "and zip were kept",
+                               "rename the file in the app folder (its name's bytes are not "
+                               "UTF-8), and pack again")
         if path.is_dir():
             found.append((path, relpath, 0))
         elif path.is_file():

@@ -63,6 +63,9 @@ def windows_name_problem(part: str) -> str:
     """Why Windows cannot hold (or would show falsely) a file or folder named `part`;
     "" when it can. The one rule for names in a bundle: spec paths, archive members and
     the app folder's files are all held to it."""
+    if not is_unicode(part):
+        return (f"it is not valid UTF-8 (raw bytes, shown as '{shown_name(part)}'), "
+                "which no Windows name holds")
     if part.endswith((".", " ")):
         return "it ends in a dot or a space, which Windows drops from names"
     if part.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED:
@@ -86,7 +89,28 @@ def windows_fold(name: str) -> str:
 
 def windows_path_length(relpath: str) -> int:
     """A path's length as Windows counts it (UTF-16 code units)."""
-    return len(relpath.encode("utf-16-le")) // 2
+    return len(relpath.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def is_unicode(name: str) -> bool:
+    """Whether `name` is text: a file name of bytes that are not UTF-8 (Linux keeps them
+    as lone surrogates) cannot go into a zip, a manifest or a Windows folder."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """`name` printable: the bytes that are not UTF-8 as \\xff escapes (a lone UTF-16
+    surrogate, from Windows, as \\ud800)."""
+    if is_unicode(name):
+        return name
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("ascii")
 
 
 def case_twin(names: Iterable[str]) -> tuple[str, str] | None:
