@@ -435,7 +435,11 @@ MUTANTS = (
            ("tests/test_deflate.py",)),
     Mutant("deflate64-slice-pieces", "Deflate64 output is handed on slice by slice (~1 KB "
            "pieces), not gathered into 1 MiB ones", "bundler/support/zip_reader.py",
-           "while len(self._gathered) >= _OUT:", "while self._gathered:",
+           "            if self._held + len(out) < _OUT:\n"
+           "                self._gathered.append(out)\n"
+           "                self._held += len(out)\n"
+           "            else:\n"
+           "                yield from self._pieces(out)\n", "            yield out\n",
            ("tests/test_deflate64.py",)),
     Mutant("deflate64-tail-dropped", "the Deflate64 output still gathered at a member's end "
            "is dropped", "bundler/support/zip_reader.py", "    yield from decoder.finish()\n",

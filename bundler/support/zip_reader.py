@@ -58,9 +58,12 @@ class _Decoder(Protocol):
 # Decoded output is taken in pieces of at most this size, however well the input packs:
 # a zip bomb's member declaring 5 KB must not grow to gigabytes before it is caught.
 _OUT = CHUNK
-# Deflate64 (inflate64) has no output limit per call, and one 64 KiB match takes a few
-# bits (18: a 1-bit code, 16 extra bits, a 1-bit distance), so its input goes in small
-# slices: at most ~15 MB out of any one 512-byte slice.
+# Deflate64 (inflate64) has no output limit per call, and one 64 KiB match takes as few
+# as 18 bits (a 1-bit code, 16 extra bits, a 1-bit distance), so its input goes in
+# slices: at most ~15 MB out of any one 512-byte slice, however hostile the stream, and
+# inflate64 holds that twice while it returns it. Larger slices decode a little faster
+# (10% in 1 KiB, 15% in 2 KiB) but a member of zeros then peaks at 120 / 180 MiB
+# instead of 79 (docs/performance.md).
 _DEFLATE64_SLICE = 1 << 9
 
 
@@ -96,15 +99,16 @@ class _Deflate64:
     therefore goes through one reused bytearray: one object held, however long the
     member.
 
-    Each slice gives about 1 KB of output. Handed on one by one, those pieces made a
-    pack of a Deflate64 zip 7-8x `unzip`'s time: every piece crossed the CRC, the
-    lane's hashing and writing threads and their queues. So the output is gathered and
-    handed on in pieces of `_OUT` bytes, like the other decoders' (docs/performance.md)."""
+    Each slice gives a few KB of output. Handed on one by one, such pieces (of 512-byte
+    slices) made a pack of a Deflate64 zip 7-8x `unzip`'s time: every piece crossed the
+    CRC, the lane's hashing and writing threads and their queues. So the output is
+    gathered and handed on in pieces of `_OUT` bytes, like the other decoders'."""
 
     def __init__(self) -> None:
         self._inflater = inflate64.Inflater()
         self._slice = bytearray(_DEFLATE64_SLICE)
-        self._gathered = bytearray()
+        self._gathered: list[bytes | memoryview] = []   # less than _OUT bytes in all
+        self._held = 0
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         view = memoryview(data)
@@ -112,21 +116,35 @@ class _Deflate64:
             piece = view[start:start + _DEFLATE64_SLICE]
             if len(piece) == _DEFLATE64_SLICE:
                 self._slice[:] = piece  # same length: allowed while inflate64 holds it
-                self._gathered += self._inflater.inflate(self._slice)
+                out = self._inflater.inflate(self._slice)
             else:  # a member's last piece: one small object per member
-                self._gathered += self._inflater.inflate(bytes(piece))
-            while len(self._gathered) >= _OUT:
-                yield self._take(_OUT)
+                out = self._inflater.inflate(bytes(piece))
+            if self._held + len(out) < _OUT:
+                self._gathered.append(out)
+                self._held += len(out)
+            else:
+                yield from self._pieces(out)
+
+    def _pieces(self, out: bytes) -> Iterator[bytes]:
+        """Whole pieces of what is gathered and `out`, each byte copied once (the join);
+        what is left over stays gathered. A run's long output is cut without copies."""
+        rest = memoryview(out)
+        while self._held + len(rest) >= _OUT:
+            need = _OUT - self._held
+            self._gathered.append(rest[:need])
+            rest = rest[need:]
+            yield b"".join(self._gathered)
+            self._gathered.clear()
+            self._held = 0
+        if rest:   # a copy, so that a run's long output is not held past this call
+            self._gathered.append(rest.tobytes())
+            self._held = len(rest)
 
     def finish(self) -> Iterator[bytes]:
-        if self._gathered:
-            yield self._take(len(self._gathered))
-
-    def _take(self, size: int) -> bytes:
-        with memoryview(self._gathered) as view:
-            piece = view[:size].tobytes()
-        del self._gathered[:size]  # drops the front in place: no copy of the rest
-        return piece
+        if self._held:
+            yield b"".join(self._gathered)
+            self._gathered.clear()
+            self._held = 0
 
 
 _DECODERS: dict[int, type[_Decoder]] = {STORED: _Stored, DEFLATED: _Deflate,
