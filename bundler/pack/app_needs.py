@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 
 from bundler.app_environment import Environment
 from bundler.errors import CheckError, SpecError
+from bundler.framework_facts import refuse_unfit
 from bundler.library_imports import MISSING, resolve_import
 from bundler.pack.app_scan import AppScan, Need
 from bundler.pack.one_copy import refuse_second_copies
@@ -52,6 +53,9 @@ def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str]
     [scan] components, added on top; `needs`: the scan's plus the spec's named DLLs;
     `environment`: the app's Python environment (pack/one_copy.py)."""
     shipped = scan.shipped if scan is not None else {}
+    if scan is not None:   # before any input is read: the wrong release is refused now
+        refuse_unfit(scan.framework_facts, recipe.name, recipe.cuda, recipe.cudnn,
+                     recipe.target.release_suffix)
     base = [c.name for c in recipe.select(list(explicit) or None)] + list(extra)
     reasons: dict[str, list[str]] = {}
     unsupplied: list[Need] = []
@@ -164,7 +168,8 @@ def _suggestion(recipe: Recipe, dll: str, app_cuda: set[int] | None) -> str:
 
 
 def _verb(need: Need) -> str:
-    return {"imported by": "imports", "loaded by": "loads"}.get(need.how, "names")
+    return {"imported by": "imports", "loaded by": "loads",
+            "loaded by name by": "loads by name"}.get(need.how, "names")
 
 
 def _left_out_error(recipe: Recipe, explicit: Sequence[str],

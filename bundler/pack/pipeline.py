@@ -21,8 +21,8 @@ from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.builders.folder import check_entry
 from bundler.pack.emit import build_manifest, built_files
-from bundler.pack.one_copy import LeftOutWheel, examine
 from bundler.pack.lock import Lock, LockPolicy, bundle_record, check_lock, read_lock, spec_record
+from bundler.pack.one_copy import LeftOutWheel, examine
 from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
 from bundler.pack.resolve import LibraryReader, ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
