@@ -503,6 +503,11 @@ MUTANTS = (
     Mutant("windows-name-raw-bytes", "a name of raw bytes passes the Windows name rule",
            "bundler/support/paths.py", "    if not is_unicode(part):", "    if False:",
            ("tests/test_zip_hostile.py",)),
+    Mutant("hash-opens-blocking", "hashing opens a named pipe and waits on it",
+           "bundler/support/hashing.py", 'return open(path, "rb", opener=regular_opener)',
+           'return open(path, "rb")',
+           ("tests/test_store_upkeep.py::test_a_fifo_where_a_stored_file_should_be_is_passed"
+            "_over",)),
     # One copy in the process (issue 27 item 4): bundler/app_environment.py, pack/one_copy.py
     Mutant("env-no-path-loaders", "no framework in the app's environment counts as loading "
            "by path", "bundler/app_environment.py",

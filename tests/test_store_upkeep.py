@@ -140,3 +140,15 @@ def test_a_size_cap_that_is_not_a_size_is_refused_in_one_line(
                                          ("500kb", 500 << 10), (".5K", 512), ("7", 7)])
 def test_sizes_the_cap_takes(value: str, size: int) -> None:
     assert size_cap({"BUNDLER_STORE_MAX": value}) == size
+
+
+@needs_fifo
+def test_a_fifo_where_a_stored_file_should_be_is_passed_over(
+        packed: Workspace, store: Store) -> None:
+    """Hashing opens what it hashes without blocking and refuses what is not a file:
+    the pack reads the input again instead of waiting on the pipe."""
+    first = next(iter(store.all_objects()))
+    make_fifo(first)
+    done = run_bounded("pack", packed.spec)
+    assert done.returncode == 0, done.stderr
+    assert any(path.is_file() for path in store.all_objects())

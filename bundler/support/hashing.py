@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import hashlib
-import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import BinaryIO, Generic, TypeVar
 
 from bundler.support import deflate
 from bundler.support.progress import byte_progress
-from bundler.support.regular_files import open_regular
+from bundler.support.regular_files import regular_opener
 
 # The size of every streaming read in bundler: hashing, zip members, folder files.
 CHUNK = 1 << 20
@@ -22,12 +21,16 @@ _WAITING = 4 << 20
 T = TypeVar("T")
 
 
+def _open_to_hash(path: Path) -> BinaryIO:
+    """`path` opened to be hashed: a named pipe or device where a file should be is
+    refused (NotARegularFile, an OSError), never waited on or read without end."""
+    return open(path, "rb", opener=regular_opener)
+
+
 def sha256_file(path: Path, description: str = "") -> str:
     digest = hashlib.sha256()
-    # open_regular: a named pipe or device where a file should be is refused
-    # (NotARegularFile, an OSError), never waited on or read without end.
-    with open_regular(path) as handle, byte_progress(
-            os.fstat(handle.fileno()).st_size, description or f"hashing {path.name}") as bar:
+    with _open_to_hash(path) as handle, byte_progress(
+            path.stat().st_size, description or f"hashing {path.name}") as bar:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
             bar.update(len(chunk))
@@ -38,8 +41,8 @@ def sha256_crc32_file(path: Path, description: str = "") -> tuple[str, int, int]
     """(sha256, CRC-32, size) of a file in one read: a stored file checked against both
     its name and what a zip's central directory says of the member it came from."""
     digest, crc, size = hashlib.sha256(), 0, 0
-    with open_regular(path) as handle, byte_progress(
-            os.fstat(handle.fileno()).st_size, description or f"hashing {path.name}") as bar:
+    with _open_to_hash(path) as handle, byte_progress(
+            path.stat().st_size, description or f"hashing {path.name}") as bar:
         while chunk := handle.read(CHUNK):
             digest.update(chunk)
             crc = deflate.crc32(chunk, crc)

@@ -46,6 +46,18 @@ def open_regular(path: Path | str) -> BinaryIO:
         raise
 
 
+def regular_opener(path: str, flags: int) -> int:
+    """An `opener` for open(): the descriptor of `path`, opened without blocking on a
+    FIFO; NotARegularFile (nothing left open) if it is not a regular file."""
+    fd = os.open(path, flags | _NONBLOCK | _BINARY)
+    try:
+        require_regular(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_regular_for_update(path: Path | str, mode: int = 0o644) -> int:
     """A descriptor of `path` opened read-write, created if missing (a lock file);
     NotARegularFile, with nothing created or left open, if it is not a regular file."""
