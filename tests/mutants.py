@@ -508,6 +508,10 @@ MUTANTS = (
            'return open(path, "rb")',
            ("tests/test_store_upkeep.py::test_a_fifo_where_a_stored_file_should_be_is_passed"
             "_over",)),
+    Mutant("verify-reads-linked-entry", "verify reads an entry script through a link",
+           "bundler/diagnose/verify.py", "    link = link_on_the_way(found.root, entry)\n",
+           '    link = ""\n',
+           ("tests/test_verify_links.py::test_an_entry_script_replaced_by_a_link_is_not_read",)),
     # One copy in the process (issue 27 item 4): bundler/app_environment.py, pack/one_copy.py
     Mutant("env-no-path-loaders", "no framework in the app's environment counts as loading "
            "by path", "bundler/app_environment.py",

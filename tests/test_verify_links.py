@@ -121,3 +121,15 @@ def test_a_file_of_another_size_is_reported_without_being_hashed(
     assert code == 1
     assert dll.relative_to(packed.dist).as_posix() in report["changed"]
     assert dll not in hashed and len(hashed) > 3
+
+
+def test_an_entry_script_replaced_by_a_link_is_not_read(
+        packed: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same text outside the bundle: what the link reaches is not the bundle's."""
+    entry = packed.dist / "main.py"
+    outside = tmp_path / "main-copy.py"
+    shutil.copyfile(entry, outside)
+    entry.unlink()
+    entry.symlink_to(outside)
+    code, report = _verify(capsys, packed)
+    assert code == 1 and f"main.py (a link to {outside})" in report["changed"]
