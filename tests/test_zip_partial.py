@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bundler.support.swap_journal import zip_note_path
 from tests.packing import Workspace, make_workspace, run_cli
 from tests.test_crash_safety import bundler
 
@@ -66,6 +67,9 @@ def test_a_killed_packs_zip_in_the_app_folder_is_not_shipped(
                     .replace('entry = "main.py"', 'entry = "app/main.py"'))
     zipped = workspace.root / "dist" / "app.zip"
     left = killed_pack(workspace, zipped)
+    # Its note removed: the zip is as another bundle's pack (or an older bundler) left
+    # it, which this pack does not remove before it copies the app.
+    zip_note_path(workspace.dist).unlink()
     code, out, err = run_cli(capsys, "pack", spec, "--zip", zipped)
     assert code == 0, err
     assert f"dist/{left} (a zip bundler made" in out   # named as left out, not copied
@@ -97,3 +101,28 @@ def test_the_specs_app_zip_is_written_by_every_pack_and_cleaned_after_a_kill(
     assert result.returncode != 0 and len(partials(zipped.parent)) == 1, result.stderr
     assert run_cli(capsys, "pack", spec)[0] == 0
     assert zipped.is_file() and partials(zipped.parent) == []
+
+
+@pytest.mark.parametrize("app_folder", ["app", "."])
+def test_any_later_pack_removes_a_killed_zip_without_zipping(
+        workspace: Workspace, tmp_path: Path, app_folder: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--zip PATH` given once, killed while the zip was written: the next pack of the
+    bundle, without --zip, knows PATH from the note beside the bundle and removes the
+    temporary zip (before it copies an app folder of "." that holds it)."""
+    spec = workspace.spec
+    if app_folder == ".":
+        spec.write_text(spec.read_text().replace('path = "app"', 'path = "."')
+                        .replace('entry = "main.py"', 'entry = "app/main.py"'))
+    zipped = tmp_path / "handed-over" / "app.zip"
+    if app_folder == ".":
+        zipped = workspace.root / "dist" / "app.zip"
+    result = bundler("pack", spec, "--zip", zipped, kill_at="zip-member-written")
+    assert result.returncode != 0 and not zipped.exists(), result.stderr
+    assert len(partials(zipped.parent)) == 1
+    assert zip_note_path(workspace.dist).read_text() == str(zipped)
+    code, out, err = run_cli(capsys, "pack", spec)   # no --zip
+    assert code == 0, err
+    assert partials(zipped.parent) == [] and not zip_note_path(workspace.dist).exists()
+    assert ".partial" not in out
+    assert not [p for p in workspace.dist.rglob("*") if ".partial" in p.name]

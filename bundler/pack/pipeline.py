@@ -32,7 +32,14 @@ from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
 from bundler.pack.store import Store, StoreError, open_store
 from bundler.pack.store_upkeep import size_cap, trim
-from bundler.pack.zip_output import PendingZip, check_zip_path, write_zip
+from bundler.pack.zip_output import (
+    PendingZip,
+    check_zip_path,
+    kept_streams,
+    remove_killed_zip,
+    write_zip,
+)
+from bundler.pack.zip_writer import ZipCounts
 from bundler.recipe import Recipe, RuntimeFile, find_recipe
 from bundler.recipe_selection import completions
 
@@ -64,6 +71,7 @@ class PackResult:
     # what changed in the lock (a spec change it followed, --update-lock), if anything
     lock_changes: tuple[str, ...] = ()
     zip_path: Path | None = None   # --zip: the bundle as one deterministic zip
+    zip_counts: ZipCounts | None = None   # its members: streams reused, compressed now
     # libraries app files import that neither the bundle nor the OS provides
     unprovided: tuple[Unprovided, ...] = ()
     environment: str = ""   # the app's Python environment, examined for second copies
@@ -109,6 +117,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                           if spec.builder == "folder" and spec.app_path else (None, {}))
     try:
         with staged_output(target, [spec.lock_path]) as staging:
+            remove_killed_zip(target)   # a killed --zip's, whether this pack zips or not
             # Read under the pack locks, after any interrupted swap was completed.
             previous = previous_bundle(target, _old_lock(spec.lock_path))
             built = build(spec, recipe, staging.folder, target,
@@ -137,7 +146,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             staging.replace_with_bundle(spec.lock_path, settled.data)
             if zip_path is not None:   # the staged bundle is the one swapped in next
                 zipped = write_zip(staging.folder, target.name, zip_path,
-                                   windows=recipe.target.windows_names)
+                                   windows=recipe.target.windows_names, target=target,
+                                   streams=kept_streams(store, environ))
         if zipped is not None:
             zipped.publish()
         if store is not None:
@@ -155,7 +165,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     return PackResult(out=target, manifest=manifest, lock_path=spec.lock_path, origin=origin,
                       reasons=selection.reasons, trust=trust, skipped=built.skipped,
                       warnings=tuple(warnings), lock_changes=settled.changes,
-                      zip_path=zip_path, unprovided=selection.unprovided,
+                      zip_path=zip_path, zip_counts=zipped.counts if zipped else None,
+                      unprovided=selection.unprovided,
                       environment=selection.environment, left_out_wheels=built.left_out)
 
 

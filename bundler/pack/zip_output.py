@@ -7,8 +7,11 @@ fields, Deflate at one fixed level. The zip is written to a temporary file besid
 while the new bundle is still staged, and renamed to PATH only once the bundle and the
 lock are in place: a failure leaves no half zip, and a zip never describes a bundle
 that was not swapped in. A pack killed before that rename leaves its temporary file
-(`.<zip name>.<8 characters>.partial`); the next pack of that zip removes it, under the
-pack's locks, and no folder build copies one into a bundle meanwhile.
+(`.<zip name>.<8 characters>.partial`); while it is written a note beside the bundle
+(`.<bundle>.zipping`) names the zip, so any later pack of the bundle, with or without
+--zip, removes it under the pack's locks (as does the next pack of that zip), and no
+folder build copies one into a bundle meanwhile. The bytes are written by zip_writer.py:
+on every core, reusing the streams earlier zips kept (zip_streams.py).
 """
 
 from __future__ import annotations
@@ -19,25 +22,28 @@ import re
 import stat
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from bundler.errors import RefusedError
 from bundler.manifest import MANIFEST_NAME
+from bundler.pack.store import Store, StoreError
+from bundler.pack.store_seal import store_key
+from bundler.pack.store_upkeep import size_cap
+from bundler.pack.zip_streams import StreamCache
+from bundler.pack.zip_writer import Member, ZipCounts, ZipWriter, default_workers, settings
 from bundler.support.bundle_files import describe_link, is_link
 from bundler.support.paths import is_unicode, shown_name
 from bundler.support.progress import byte_progress
+from bundler.support.swap_journal import zip_note_path
 
-ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip can hold
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip can hold (zip_writer's)
 DEFLATE_LEVEL = 6
-_CHUNK = 1 << 20
-_UNIX = 3   # "made by" Unix: unzip tools then apply the permissions below
 _WINDOWS_EXECUTABLE = (".exe", ".bat", ".cmd", ".com")   # what os.stat on Windows says
 # The temporary zip's name as write_zip's mkstemp makes it (8 of its characters).
 _PARTIAL = re.compile(r"\.(?P<zip>.+\.zip)\.[a-z0-9_]{8}\.partial", re.IGNORECASE)
-# A member's own Deflate level: public from Python 3.13, private before.
-_LEVEL_ATTRIBUTE = ("compress_level" if hasattr(zipfile.ZipInfo, "compress_level")
-                    else "_compresslevel")
 
 
 @dataclass(frozen=True)
@@ -46,10 +52,13 @@ class PendingZip:
 
     temporary: Path
     final: Path
+    note: Path   # beside the bundle: names the zip while it is not published
+    counts: ZipCounts | None = None   # members, reused streams, compressed now
 
     def publish(self) -> None:
         try:
             os.replace(self.temporary, self.final)
+            self.note.unlink(missing_ok=True)
         except OSError as exc:
             self.discard()
             raise RefusedError(f"{self.final}: cannot be replaced ({exc.strerror or exc}); "
@@ -59,6 +68,7 @@ class PendingZip:
 
     def discard(self) -> None:
         self.temporary.unlink(missing_ok=True)
+        self.note.unlink(missing_ok=True)
 
 
 def check_zip_path(path: Path, target: Path) -> Path:
@@ -129,18 +139,23 @@ def _all_below(infos: list[zipfile.ZipInfo], top: str) -> bool:
         for info in infos)
 
 
-def write_zip(bundle: Path, top: str, path: Path, windows: bool) -> PendingZip:
+def write_zip(bundle: Path, top: str, path: Path, windows: bool, target: Path,
+              streams: StreamCache | None = None) -> PendingZip:
     """Zip every file below `bundle` under the folder `top` into a temporary file
     beside `path`; removed again on any failure. `windows`: a bundle for Windows, whose
-    permissions are the ones Windows reports, not this machine's."""
+    permissions are the ones Windows reports, not this machine's. `target`: the bundle's
+    folder, beside which a note names the zip while it is written (so any later pack of
+    `target` removes what a killed one left). `streams`: the kept streams to reuse."""
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(path)
+    note = zip_note_path(target)
+    note.write_text(str(path), encoding="utf-8")   # before the temporary file exists
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial",
                                     dir=path.parent)
-    pending = PendingZip(Path(name), path)
+    pending = PendingZip(Path(name), path, note)
     try:
-        with os.fdopen(handle, "wb") as raw, zipfile.ZipFile(raw, "w") as archive:
-            _add_all(archive, bundle, top, windows)
+        with os.fdopen(handle, "wb") as raw:
+            counts = _add_all(raw, bundle, top, windows, streams)
         os.chmod(pending.temporary, 0o644)   # mkstemp's 0600 is for secrets, not a zip
     except BaseException as exc:
         pending.discard()
@@ -150,7 +165,33 @@ def write_zip(bundle: Path, top: str, path: Path, windows: bool) -> PendingZip:
                                "were kept", "free some space or choose another --zip path"
                                ) from None
         raise
-    return pending
+    return replace(pending, counts=counts)
+
+
+def kept_streams(store: Store | None, environ: Mapping[str, str]) -> StreamCache | None:
+    """The zip streams kept in the store's folder, under its size cap; none without a
+    store (or with a cap that is not a size: the pack said so already)."""
+    if store is None:
+        return None
+    try:
+        return StreamCache(store.root, store_key(environ), settings(DEFLATE_LEVEL),
+                           size_cap(environ))
+    except StoreError:
+        return None
+
+
+def remove_killed_zip(target: Path) -> list[Path]:
+    """What a pack of `target` killed while writing its zip left: the temporary zip the
+    note beside `target` names, and the note. Any pack of `target` calls this under its
+    locks, with or without --zip."""
+    note = zip_note_path(target)
+    try:
+        named = note.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    removed = remove_stale_partials(Path(named)) if named else []
+    note.unlink(missing_ok=True)
+    return removed
 
 
 def remove_stale_partials(path: Path) -> list[Path]:
@@ -169,23 +210,24 @@ def remove_stale_partials(path: Path) -> list[Path]:
     return removed
 
 
-def _add_all(archive: zipfile.ZipFile, bundle: Path, top: str, windows: bool) -> None:
+def _add_all(raw: BinaryIO, bundle: Path, top: str, windows: bool,
+             streams: StreamCache | None) -> ZipCounts:
     entries = _entries(bundle, top)
+    members = [Member(f"{top}/", _attributes(is_dir=True, executable=True))]
+    for path, relpath, size in entries:
+        if path.is_dir():
+            members.append(Member(f"{top}/{relpath}/",
+                                  _attributes(is_dir=True, executable=True)))
+        else:
+            members.append(Member(f"{top}/{relpath}", _attributes(
+                is_dir=False, executable=_executable(path, windows)), str(path), size))
     total = sum(size for _, _, size in entries)
     with byte_progress(total, f"zipping {top}") as progress:
-        archive.writestr(_info(f"{top}/", is_dir=True, executable=True), b"")
-        for path, relpath, size in entries:
-            if path.is_dir():
-                archive.writestr(_info(f"{top}/{relpath}/", is_dir=True, executable=True),
-                                 b"")
-                continue
-            info = _info(f"{top}/{relpath}", is_dir=False,
-                         executable=_executable(path, windows))
-            info.file_size = size   # decides zip64 up front, as a known size does
-            with open(path, "rb") as source, archive.open(info, "w") as member:
-                while chunk := source.read(_CHUNK):
-                    member.write(chunk)
-                    progress.update(len(chunk))
+        writer = ZipWriter(raw, DEFLATE_LEVEL, streams, default_workers(), progress.update)
+        counts = writer.write(members)
+    if streams is not None:
+        streams.trim(frozenset(writer.used))
+    return counts
 
 
 def _executable(path: Path, windows: bool) -> bool:
@@ -217,12 +259,6 @@ def _entries(bundle: Path, top: str) -> list[tuple[Path, str, int]]:
     return sorted(found, key=lambda entry: entry[1])
 
 
-def _info(name: str, is_dir: bool, executable: bool) -> zipfile.ZipInfo:
-    info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
-    info.create_system = _UNIX
+def _attributes(is_dir: bool, executable: bool) -> int:
     mode = (stat.S_IFDIR if is_dir else stat.S_IFREG) | (0o755 if executable else 0o644)
-    info.external_attr = (mode << 16) | (0x10 if is_dir else 0)   # 0x10: MS-DOS folder
-    if not is_dir:
-        info.compress_type = zipfile.ZIP_DEFLATED
-        setattr(info, _LEVEL_ATTRIBUTE, DEFLATE_LEVEL)
-    return info
+    return (mode << 16) | (0x10 if is_dir else 0)   # 0x10: MS-DOS folder

@@ -73,7 +73,12 @@ def is_pack_file_of(path: Path, name: str) -> bool:
     journal = journal_path(path)
     return name.startswith((staging_prefix(path), retired_prefix(path), pending_prefix(path))
                            ) or name in (journal.name, _journal_temporary(journal).name,
-                                         lock_file(path).name)
+                                         lock_file(path).name, zip_note_path(path).name)
+
+
+def zip_note_path(target: Path) -> Path:
+    """Beside a bundle while a pack writes its --zip: the zip's path (zip_output.py)."""
+    return target.with_name(f".{target.name}.zipping")
 
 
 def staging_prefix(target: Path) -> str:
