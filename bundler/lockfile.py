@@ -9,7 +9,10 @@ A format-1 lock is still read: it lacks that record, so it is treated as before.
 bootstrap obeys beyond the runtime files: the manifest as a whole (load order, versions,
 driver minimums, the bootstrap's hash) and the entry script that loads the bootstrap, by
 their paths below the bundle's root. It is what the pack wrote, not an input: a pack
-follows it (refused only under --locked) and `verify --lock` checks it."""
+follows it (refused only under --locked) and `verify --lock` checks it.
+
+`wheels` (optional, embedded-python): the wheel set pip resolved for app.requirements,
+which a re-pack with unchanged requirement files installs again without resolving."""
 
 from __future__ import annotations
 
@@ -38,6 +41,10 @@ class Lock:
     # Path below the bundle's root -> sha256 of the manifest and the entry script; None
     # in a lock written before it was recorded.
     bundle: dict[str, str] | None = None
+    # embedded-python: the wheels pip resolved for app.requirements, by project name ->
+    # version, file (the wheel's name) and sha256; a re-pack whose requirement files are
+    # unchanged installs exactly these from the wheel cache. None: not recorded.
+    wheels: dict[str, dict[str, str]] | None = None
 
     def to_bytes(self) -> bytes:
         return json_bytes({key: value for key, value in asdict(self).items()
@@ -57,7 +64,7 @@ def read_lock(path: Path) -> Lock | None:
         # Without the record (format 1) a pack treats every difference as before.
         lock = Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
                     format=found, spec=data.get("spec"), components=data.get("components"),
-                    bundle=data.get("bundle"))
+                    bundle=data.get("bundle"), wheels=data.get("wheels"))
         _check_shapes(lock)
         return lock
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -81,3 +88,8 @@ def _check_shapes(lock: Lock) -> None:
             isinstance(path, str) and isinstance(sha256, str)
             for path, sha256 in lock.bundle.items())):
         raise TypeError("bundle must be a table of paths and sha256s")
+    if lock.wheels is not None and not (isinstance(lock.wheels, dict) and all(
+            isinstance(pins, dict) and all(isinstance(pins.get(key), str) for key in
+                                           ("version", "file", "sha256"))
+            for pins in lock.wheels.values())):
+        raise TypeError("wheels must be a table of version, file and sha256 per project")

@@ -15,10 +15,12 @@ from typing import Literal
 
 from bundler.errors import LockError
 from bundler.lockfile import LOCK_FORMAT, Lock, read_lock
+from bundler.pack.requirement_files import nested_files
 from bundler.support.hashing import sha256_file
 
 __all__ = ["LOCK_FORMAT", "Lock", "LockPolicy", "Settled", "bundle_changes", "bundle_record",
-           "check_lock", "differences", "read_lock", "spec_changes", "spec_record"]
+           "check_lock", "differences", "read_lock", "spec_changes", "spec_record",
+           "wheel_changes"]
 
 # follow: the lock follows the spec; update: --update-lock; locked: --locked.
 LockPolicy = Literal["follow", "update", "locked"]
@@ -61,6 +63,23 @@ def bundle_changes(old: Lock, new: Lock) -> list[str]:
     return _dict_changes("bundle", old.bundle, new.bundle)
 
 
+def wheel_changes(old: Lock, new: Lock) -> list[str]:
+    """The resolved wheel set (embedded-python) changed since the old lock: it follows
+    the requirement files, so it is said, never refused on its own (--locked refuses
+    it). A lock that did not record the set gains it (said once)."""
+    if new.wheels is None:
+        return []
+    if old.wheels is None:
+        return ["the resolved wheels recorded"] if new.wheels else []
+    was, now = old.wheels, new.wheels
+    return ([f"wheel {name} {was[name]['version']} -> {now[name]['version']}"
+             if was[name]["version"] != now[name]["version"] else f"wheel {name} changed"
+             for name in sorted(set(was) & set(now)) if was[name] != now[name]]
+            + [f"wheel {name} removed" for name in sorted(set(was) - set(now))]
+            + [f"wheel {name} {now[name]['version']} added"
+               for name in sorted(set(now) - set(was))])
+
+
 def bundle_record(root: Path, manifest: Path, entry: str) -> dict[str, str]:
     """The lock's `bundle`: the manifest (load order, versions, driver minimums, the
     bootstrap's sha256) and the entry script carrying the bootstrap lines, by their paths
@@ -81,6 +100,9 @@ def spec_record(tables: Mapping[str, Mapping], requirements: Path | None) -> dic
         record["app"]["requirements"] = {
             "path": record["app"].get("requirements"),
             "sha256": sha256_file(requirements, f"hashing {requirements.name}")}
+        # -r / -c files it names (recursively): an edited pin there is a spec change too
+        if nested := nested_files(requirements):
+            record["app"]["requirements"]["nested"] = nested
     return record
 
 
@@ -100,8 +122,16 @@ def spec_changes(old: Lock, new: Lock) -> list[str]:
 def _changed(old: object, new: object) -> str:
     """'changed', or what changed of a file the spec names (spec_record)."""
     if isinstance(old, dict) and isinstance(new, dict) and old.get("path") == new.get("path"):
-        return f"changed (the contents of {new.get('path')})"
+        return f"changed (the contents of {', '.join(_changed_files(old, new))})"
     return "changed"
+
+
+def _changed_files(old: dict, new: dict) -> list[str]:
+    """The requirement files whose contents differ: the top one, then nested ones."""
+    names = [str(new.get("path"))] if old.get("sha256") != new.get("sha256") else []
+    was, now = old.get("nested") or {}, new.get("nested") or {}
+    names += [name for name in sorted(set(was) | set(now)) if was.get(name) != now.get(name)]
+    return names or [str(new.get("path"))]
 
 
 def _dotted(tables: Mapping[str, Mapping]) -> dict[str, object]:
@@ -132,6 +162,7 @@ def check_lock(path: Path, new: Lock, policy: LockPolicy,
     changes, by_spec = differences(old, new), spec_changes(old, new)
     # A lock without the record is left as it was under --locked (like a format-1 one).
     outputs = bundle_changes(old, new) if old.bundle is not None else []
+    outputs += wheel_changes(old, new) if old.wheels is not None else []
     if policy == "locked":
         if changes or by_spec or outputs:
             raise LockError(f"{path}: --locked, but the lock would change: "
@@ -147,7 +178,8 @@ def check_lock(path: Path, new: Lock, policy: LockPolicy,
                         "if the change is intended, pack again with --update-lock")
     upgraded = [f"format {old.format} -> {new.format}"] if old.format != new.format else []
     return Settled(new.to_bytes(),
-                   _summary(by_spec + changes + bundle_changes(old, new) + upgraded))
+                   _summary(by_spec + changes + bundle_changes(old, new)
+                            + wheel_changes(old, new) + upgraded))
 
 
 def _updated(path: Path, new: Lock) -> tuple[str, ...]:
@@ -156,7 +188,7 @@ def _updated(path: Path, new: Lock) -> tuple[str, ...]:
     except LockError:
         return ("a damaged lock replaced",)
     return _summary(differences(old, new) + spec_changes(old, new)
-                    + bundle_changes(old, new)) if old else ()
+                    + bundle_changes(old, new) + wheel_changes(old, new)) if old else ()
 
 
 def _summary(changes: list[str]) -> tuple[str, ...]:

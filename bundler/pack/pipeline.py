@@ -32,6 +32,7 @@ from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
 from bundler.pack.store import Store, StoreError, open_store
 from bundler.pack.store_upkeep import size_cap, trim
+from bundler.pack.wheel_lock import refuse_locked_spec_change, reusable_wheels, wheel_record
 from bundler.pack.zip_output import (
     PendingZip,
     check_zip_path,
@@ -87,6 +88,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     `zip_to`: also write the bundle as a deterministic zip there (else app.zip's)."""
     environ = os.environ if environ is None else environ
     policy = _lock_policy(update_lock, locked)
+    refuse_locked_spec_change(spec, _old_lock(spec.lock_path), policy)   # before any work
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     inputs = {sid: path for sid in given if (path := given_path(sid, given, spec.folder))}
@@ -120,8 +122,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             remove_killed_zip(target)   # a killed --zip's, whether this pack zips or not
             # Read under the pack locks, after any interrupted swap was completed.
             previous = previous_bundle(target, _old_lock(spec.lock_path))
-            built = build(spec, recipe, staging.folder, target,
-                          BuildOptions(environ, offline))
+            built = build(spec, recipe, staging.folder, target, BuildOptions(
+                environ, offline, reusable_wheels(spec, _old_lock(spec.lock_path), policy)))
             app_root, bootstrap = built.root, built.bootstrap
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
@@ -136,9 +138,10 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                                       spec.require_driver, built_files(app_root, built.made))
             write_manifest(runtime_dir / MANIFEST_NAME, manifest)
             identities = made.identities
-            lock = _lock(spec, recipe, selection, sources, staged, identities,
-                         bundle_record(app_root, runtime_dir / MANIFEST_NAME,
-                                       manifest.bootstrap.entry))
+            lock = replace(_lock(spec, recipe, selection, sources, staged, identities,
+                                 bundle_record(app_root, runtime_dir / MANIFEST_NAME,
+                                               manifest.bootstrap.entry)),
+                           wheels=wheel_record(built.wheels))
             settled = check_lock(spec.lock_path, lock, policy,
                                  {item.relpath: item.file.source for item in staged})
             if store is not None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.manifest import BootstrapEntry
+from bundler.pack.builders.pip_wheels import LockedWheel
 from bundler.pack.one_copy import LeftOutWheel
 
 
@@ -29,6 +30,8 @@ class BuiltApp:
     made: tuple[str, ...] = ()
     # nvidia-* wheels (or their libraries) left out: the bundle provides them instead
     left_out: tuple[LeftOutWheel, ...] = ()
+    # embedded-python: the wheel set installed for app.requirements (for the lock)
+    wheels: tuple[LockedWheel, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -37,3 +40,6 @@ class BuildOptions:
 
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     offline: bool = False      # pack --offline: only what the caches hold
+    # the lock's wheel set where the requirement files are as it records them:
+    # installed as it is, nothing resolved (embedded-python)
+    locked_wheels: tuple[LockedWheel, ...] | None = None

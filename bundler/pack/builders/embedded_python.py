@@ -28,7 +28,7 @@ from bundler.pack.builders.cpython_embed import (
     unpack_embeddable,
 )
 from bundler.pack.builders.folder import build_folder_app
-from bundler.pack.builders.pip_wheels import WHEEL_TAG, install_requirements
+from bundler.pack.builders.pip_wheels import WHEEL_TAG, LockedWheel, install_requirements
 from bundler.pack.one_copy import LeftOutWheel, leave_out_provided
 
 if TYPE_CHECKING:  # the spec module imports the builders table
@@ -57,9 +57,11 @@ def build_embedded_python_app(spec: Spec, recipe: Recipe, staging: Path, target:
     site_packages = python / SITE_PACKAGES
     site_packages.mkdir(parents=True, exist_ok=True)
     left_out: tuple[LeftOutWheel, ...] = ()
+    wheels: tuple[LockedWheel, ...] | None = None
     if spec.requirements is not None:
-        install_requirements(spec.requirements, embed, site_packages, options.environ,
-                             options.offline)
+        wheels = install_requirements(spec.requirements, embed, site_packages,
+                                      options.environ, options.offline,
+                                      options.locked_wheels)
         # onnxruntime-gpu[cuda,cudnn], torch: their loaders would map the nvidia-*
         # wheels' DLLs by path beside the bundle's, so the bundle's are the only ones.
         if not spec.scan.allow_app_copies:
@@ -67,7 +69,8 @@ def build_embedded_python_app(spec: Spec, recipe: Recipe, staging: Path, target:
     (python / embed.pth_name).write_bytes(pth_text(embed).encode("ascii"))
     launcher = staging / f"{spec.name}.cmd"
     launcher.write_bytes(launcher_text(spec.entry).encode("ascii"))
-    return replace(built, made=(PYTHON_DIR, launcher.name), left_out=left_out)
+    return replace(built, made=(PYTHON_DIR, launcher.name), left_out=left_out,
+                   wheels=wheels)
 
 
 def _refuse_taken_names(spec: Spec) -> None:

@@ -3,28 +3,35 @@
 pip resolves the spec's requirements file for the bundle's Python, not the one running
 bundler: `--platform win_amd64 --implementation cp --python-version 3.X` with
 `--only-binary=:all:` (a source distribution would have to be built for Windows, which
-pip cannot do here). Two steps, so `pack --offline` works after one online pack:
-`pip download` into a fresh folder (the index and pip's own options apply, also those
-the requirements file holds: --index-url, --find-links, --hash ...), whose wheels are
-also kept in bundler's wheel cache (python/cp3X-win_amd64/); then `pip install --target
---no-index` from that folder only (from the cache's folder under --offline). Nothing is
+pip cannot do here). pip resolves once: `pip download` into a fresh folder (the index
+and pip's own options apply, also those the requirements file holds: --index-url,
+--find-links, --hash ...; under --offline only the wheel cache's folder), whose wheels
+are kept in bundler's wheel cache (python/cp3X-win_amd64/) and recorded in the lock
+(name, version, file, sha256). Then exactly those files are installed, `pip install
+--target --no-index --no-deps`. A re-pack whose requirement files the lock records
+unchanged skips the resolve: it installs the lock's wheels from the cache, each checked
+by its sha256 (fetching one that is missing by its exact pin and hash, or naming it
+under --offline), the same way, so both make the same site-packages. Nothing is
 compiled (`--no-compile`: this machine's Python would write its own bytecode).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.builders.cpython_embed import Embeddable
 from bundler.pack.sources.fetch import cache_root
 from bundler.platforms import windows
+from bundler.support.hashing import sha256_file
 
 WHEEL_TAG = windows().wheel_tag   # the platform of python.org's embeddable x64 CPython
 
@@ -38,39 +45,173 @@ def _target_options(embed: Embeddable) -> list[str]:
             "--python-version", embed.python, "--disable-pip-version-check"]
 
 
+@dataclass(frozen=True)
+class LockedWheel:
+    """One wheel of the resolved set, as the lock records it."""
+
+    name: str      # the project, normalized (PEP 503)
+    version: str
+    file: str      # the wheel's file name, as in the wheel cache
+    sha256: str
+
+    @classmethod
+    def of_file(cls, wheel: Path) -> LockedWheel:
+        project, version = wheel.name.split("-")[:2]
+        return cls(re.sub(r"[-_.]+", "-", project).lower(), version, wheel.name,
+                   sha256_file(wheel, f"hashing {wheel.name}"))
+
+
 def install_requirements(requirements: Path, embed: Embeddable, site_packages: Path,
-                         environ: Mapping[str, str], offline: bool) -> None:
-    """Install what `requirements` names, as win_amd64 wheels, into `site_packages`."""
+                         environ: Mapping[str, str], offline: bool,
+                         locked: tuple[LockedWheel, ...] | None = None
+                         ) -> tuple[LockedWheel, ...]:
+    """Install what `requirements` names, as win_amd64 wheels, into `site_packages`, and
+    return the wheel set. `locked`: the set the lock names for these very requirement
+    files; then exactly those wheels are installed from the wheel cache (checked by
+    sha256), with no resolver and no index."""
     if not requirements.is_file():
         raise SourceError(f"{requirements}: app.requirements names no such file",
                           "set app.requirements to a pip requirements file, relative to "
                           "the spec, or remove it")
     cache = wheel_cache(embed, environ)
+    if locked is not None:
+        print(f"bundler: installing the {len(locked)} wheel(s) the lock names for "
+              f"{requirements.name} from the wheel cache (requirements unchanged: "
+              "nothing resolved)", file=sys.stderr)
+        cached_wheels(locked, cache, requirements, embed, offline)
+        folder = _gathered(locked, cache)
+        try:
+            _install_files(folder, locked, requirements, embed, site_packages)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return locked
     print(f"bundler: installing {requirements.name} for Windows x64, CPython "
           f"{embed.python}, with pip", file=sys.stderr)
-    if offline:
-        _install(requirements, embed, cache, site_packages, offline)
-        return
     cache.mkdir(parents=True, exist_ok=True)
     download = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
     try:
-        _pip(["download", "--dest", str(download), *_target_options(embed),
-              "-r", str(requirements)], requirements, "download")
-        _keep(download, cache)
-        _install(requirements, embed, download, site_packages, offline)
+        if offline:   # pip resolves from the cache's wheels only
+            _pip(["download", "--dest", str(download), "--no-index", "--find-links",
+                  str(cache), *_target_options(embed), "-r", str(requirements)],
+                 requirements, "install",
+                 f"pack once without --offline (the wheels are then kept in {cache})")
+        else:
+            _pip(["download", "--dest", str(download), *_target_options(embed),
+                  "-r", str(requirements)], requirements, "download",
+                 _download_hint(cache))
+            _keep(download, cache)
+        wheels = tuple(LockedWheel.of_file(wheel) for wheel in sorted(download.glob("*.whl")))
+        _install_files(download, wheels, requirements, embed, site_packages)
+        return wheels
     finally:
         shutil.rmtree(download, ignore_errors=True)
 
 
-def _install(requirements: Path, embed: Embeddable, wheels: Path, site_packages: Path,
-             offline: bool) -> None:
-    hint = (f"pack once without --offline (the wheels are then kept in {wheels})"
-            if offline else "")
-    _pip(["install", "--no-index", "--find-links", str(wheels), "--target",
-          str(site_packages), "--no-compile", "--no-warn-script-location",
-          *_target_options(embed), "-r", str(requirements)], requirements, "install",
-         hint)
+def _download_hint(cache: Path) -> str:
+    """pip could not download: the network, the index, or a requirement with no Windows
+    wheel. Where earlier packs kept wheels, --offline may need nothing more."""
+    kept = len(list(cache.glob("*.whl"))) if cache.is_dir() else 0
+    offline = (f"; if the network is what failed, the wheel cache {cache} keeps {kept} "
+               "wheel(s) from earlier packs: pack --offline installs from them alone"
+               if kept else "")
+    return (f"every requirement needs a {WHEEL_TAG} (or pure Python) wheel for the spec's "
+            f"app.python; check the names and versions, the network and your package "
+            f"index{offline}")
+
+
+def _install_files(folder: Path, wheels: tuple[LockedWheel, ...], requirements: Path,
+                   embed: Embeddable, site_packages: Path) -> None:
+    """Exactly these wheels, none other: each `name==version --hash` (--require-hashes,
+    --no-deps) from `folder` (--no-index --find-links), which holds just them. What the
+    set of a resolve or of the lock holds, so both make the same site-packages (a wheel
+    given by its path would be recorded by it in direct_url.json)."""
+    if wheels:
+        pins = folder / ".pins.txt"
+        pins.write_text("".join(f"{wheel.name}=={wheel.version} --hash=sha256:{wheel.sha256}\n"
+                                for wheel in wheels), encoding="utf-8")
+        _pip(["install", "--no-index", "--find-links", str(folder), "--no-deps",
+              "--require-hashes", "--target", str(site_packages), "--no-compile",
+              "--no-warn-script-location", *_target_options(embed), "-r", str(pins)],
+             requirements, "install")
     _drop_scripts(site_packages / "bin")
+
+
+def _gathered(wheels: tuple[LockedWheel, ...], cache: Path) -> Path:
+    """A fresh folder below the cache holding just `wheels` (links to the cache's files,
+    copies where links fail)."""
+    folder = Path(tempfile.mkdtemp(prefix=".install-", dir=cache))
+    for wheel in wheels:
+        try:
+            os.link(cache / wheel.file, folder / wheel.file)
+        except OSError:
+            shutil.copyfile(cache / wheel.file, folder / wheel.file)
+    return folder
+
+
+def cached_wheels(locked: tuple[LockedWheel, ...], cache: Path, requirements: Path,
+                  embed: Embeddable, offline: bool) -> None:
+    """The locked wheels' files are in the wheel cache, each checked by its sha256. Online,
+    those missing (or damaged) are fetched by their exact pins and hashes (no
+    resolve); offline they are refused by name."""
+    missing = [wheel for wheel in locked if not _holds(cache / wheel.file, wheel.sha256)]
+    if missing and offline:
+        names = ", ".join(wheel.file for wheel in missing)
+        raise SourceError(f"{requirements}: --offline, but the wheel cache {cache} lacks "
+                          f"{len(missing)} wheel(s) the lock names: {names}",
+                          "pack once without --offline (bundler fetches exactly these by "
+                          "the lock's sha256), or pass --update-lock to resolve the "
+                          "requirements again from what the cache holds")
+    if missing:
+        _fetch_pinned(missing, cache, requirements, embed)
+
+
+def _holds(kept: Path, sha256: str) -> bool:
+    return kept.is_file() and sha256_file(kept, f"hashing {kept.name}") == sha256
+
+
+def _fetch_pinned(missing: list[LockedWheel], cache: Path, requirements: Path,
+                  embed: Embeddable) -> None:
+    """`pip download --no-deps --require-hashes` of `name==version` for each missing
+    wheel, with the index options of the user's requirements file, into the cache."""
+    cache.mkdir(parents=True, exist_ok=True)
+    download = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
+    try:
+        pins = download / "pins.txt"
+        pins.write_text("".join(_index_options(requirements)) + "".join(
+            f"{wheel.name}=={wheel.version} --hash=sha256:{wheel.sha256}\n"
+            for wheel in missing), encoding="utf-8")
+        names = ", ".join(wheel.file for wheel in missing)
+        _pip(["download", "--dest", str(download), "--no-deps", "--require-hashes",
+              *_target_options(embed), "-r", str(pins)], requirements,
+             f"fetch the locked wheel(s) {names} missing from the wheel cache for",
+             "check the network and your package index, or pass --update-lock to "
+             "resolve the requirements again")
+        for wheel in missing:
+            fetched = download / wheel.file
+            if not _holds(fetched, wheel.sha256):
+                raise SourceError(f"{requirements}: the lock names {wheel.file}, but the "
+                                  "index served another file for "
+                                  f"{wheel.name}=={wheel.version}",
+                                  "pass --update-lock to resolve the requirements again")
+            os.replace(fetched, cache / wheel.file)
+    finally:
+        shutil.rmtree(download, ignore_errors=True)
+
+
+def _index_options(requirements: Path) -> list[str]:
+    """The lines of the requirements file that say where wheels come from (the index,
+    extra indexes, --find-links, relative to its folder), for fetching exact pins."""
+    options = ("-i", "--index-url", "--extra-index-url", "--no-index", "-f",
+               "--find-links", "--trusted-host")
+    lines = requirements.read_text(encoding="utf-8", errors="replace").splitlines()
+    kept = []
+    for line in lines:
+        words = line.split()
+        if words and words[0].split("=")[0] in options:
+            if words[0] in ("-f", "--find-links") and len(words) > 1 and "://" not in words[1]:
+                words[1] = str(requirements.parent / words[1])
+            kept.append(" ".join(words) + "\n")
+    return kept
 
 
 def _keep(download: Path, cache: Path) -> None:
