@@ -38,16 +38,18 @@ from bundler.pack.store_upkeep import MAX_VARIABLE, StoreReport, examine, prune,
 from bundler.recipe import Recipe, find_recipe, shipped_recipes
 from bundler.recipe_selection import completions
 from bundler.releases.catalogue import Release, family_counts, find_release, matching_releases
+from bundler.support.progress import silenced
 from bundler.support.swap_journal import journaled_targets, recover_beside
 from bundler.support.text_tables import human_size as _size
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
     spec = load_spec(Path(args.spec))
-    result = pack(spec, out=Path(args.out) if args.out else None,
-                  overrides=dict(args.source or []), update_lock=args.update_lock,
-                  offline=args.offline, copy=args.copy, locked=args.locked,
-                  zip_to=Path(args.zip) if args.zip else None)
+    with silenced(args.json):   # no progress bars under --json
+        result = pack(spec, out=Path(args.out) if args.out else None,
+                      overrides=dict(args.source or []), update_lock=args.update_lock,
+                      offline=args.offline, copy=args.copy, locked=args.locked,
+                      zip_to=Path(args.zip) if args.zip else None)
     for warning in result.warnings:   # on stderr, so --json output stays one document
         _say(f"bundler: warning: {warning}")
     if args.json:
@@ -73,7 +75,8 @@ def _pack_summary(result: PackResult) -> dict:
             "environment": result.environment,
             "left_out_wheels": [asdict(item) for item in result.left_out_wheels],
             "warnings": list(result.warnings), "lock_changes": list(result.lock_changes),
-            "zip": str(result.zip_path) if result.zip_path else None}
+            "zip": str(result.zip_path) if result.zip_path else None,
+            "zip_members": asdict(result.zip_counts) if result.zip_counts else None}
 
 
 _SKIPPED_SHOWN = 20   # lines naming what was not copied (or provided); --json names all
@@ -116,6 +119,10 @@ def _print_pack(result: PackResult) -> None:
     print(f"  lock: {result.lock_path}{changed}")
     if result.zip_path:
         print(f"  zip: {result.zip_path}")
+    if result.zip_counts:   # streams kept by earlier zips are copied, not compressed again
+        counts = result.zip_counts
+        print(f"  zip members: {counts.members}; {counts.reused} reused from earlier zips, "
+              f"{counts.compressed} compressed now")
     for item in result.skipped[:_SKIPPED_SHOWN]:   # what of the app the bundle lacks
         print(f"  not copied from the app folder: {item.path} ({item.why})")
     if len(result.skipped) > _SKIPPED_SHOWN:

@@ -5,15 +5,31 @@ Shown only on an interactive terminal: CI logs and pipes stay quiet.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 from tqdm import tqdm
+
+_SILENT = {"on": False}   # inside silenced(): a --json run
 
 
 def _wanted() -> bool:
     return sys.stderr.isatty() and not os.environ.get("CI") and not os.environ.get(
-        "BUNDLER_NO_PROGRESS")
+        "BUNDLER_NO_PROGRESS") and not _SILENT["on"]
+
+
+@contextlib.contextmanager
+def silenced(on: bool = True) -> Iterator[None]:
+    """No bars while inside, when `on` (a --json run: its stderr carries warnings only,
+    its stdout one document)."""
+    before = _SILENT["on"]
+    _SILENT["on"] = before or on
+    try:
+        yield
+    finally:
+        _SILENT["on"] = before
 
 
 def interactive() -> bool:
