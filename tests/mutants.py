@@ -41,7 +41,12 @@ LOCK_TESTS = ("tests/test_lock_conventions.py",)
 EMBED = "bundler/pack/builders/embedded_python.py"
 EMBED_TESTS = ("tests/test_embedded_python.py", "tests/test_embedded_python_wine.py")
 EMBED_VERIFY_TESTS = ("tests/test_embedded_python_verify.py",)
+RELOCK = "bundler/pack/wheel_lock.py"
+RELOCK_TESTS = ("tests/test_embedded_python_relock.py",)
 ZIP_TESTS = ("tests/test_zip_output.py",)
+ZIP_WRITER = "bundler/pack/zip_writer.py"
+ZIP_STREAMS = "bundler/pack/zip_streams.py"
+ZIP_REUSE_TESTS = ("tests/test_zip_reuse.py",)
 INIT_TESTS = ("tests/test_init.py",)
 FACTS = "bundler/framework_facts.py"
 NAMES = "bundler/loaded_names.py"
@@ -120,6 +125,25 @@ MUTANTS = (
     Mutant("wheels-for-this-machine", "embedded-python: pip installs for Linux, not Windows",
            "bundler/pack/builders/pip_wheels.py", '"--platform", WHEEL_TAG, ', "",
            EMBED_TESTS),
+    Mutant("repack-resolves-again", "embedded-python: a re-pack with unchanged requirement "
+           "files resolves with pip instead of installing the lock's wheels", RELOCK,
+           "if (spec.requirements is None or old is None", "if (True or old is None",
+           RELOCK_TESTS),
+    Mutant("nested-requirements-unrecorded", "the lock records the top requirements file "
+           "only, not the -r/-c files it names", LOCK,
+           "if nested := nested_files(requirements):", "if nested := {}:", RELOCK_TESTS),
+    Mutant("locked-requirements-checked-late", "--locked compares the requirement files "
+           "with the lock only after the pack's work", RELOCK,
+           'if policy != "locked" or old is None or old.spec is None',
+           "if True", RELOCK_TESTS),
+    Mutant("cached-wheel-unhashed", "a locked wheel in the cache is taken by its name, not "
+           "checked by its sha256", "bundler/pack/builders/pip_wheels.py",
+           "return kept.is_file() and sha256_file(kept, f\"hashing {kept.name}\") == sha256",
+           "return kept.is_file()", RELOCK_TESTS),
+    Mutant("download-hint-without-offline", "a failed pip download does not suggest "
+           "--offline when the wheel cache keeps wheels", "bundler/pack/builders/pip_wheels.py",
+           "               if kept else \"\")", "               if False else \"\")",
+           RELOCK_TESTS),
     Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOT_WINDOWS,
            "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
            BOOTSTRAP_TESTS),
@@ -205,8 +229,9 @@ MUTANTS = (
            ("tests/test_lock_source_pins.py",)),
     Mutant("no-format-1", "a format-1 lock is refused", "bundler/lockfile.py",
            "READ_FORMATS = (1, 2)", "READ_FORMATS = (2,)", LOCK_TESTS),
-    Mutant("zip-of-this-moment", "zip members carry the current time", ZIP,
-           "date_time=ZIP_EPOCH)", "date_time=__import__('time').localtime()[:6])",
+    Mutant("zip-of-this-moment", "zip members carry the current time", ZIP_WRITER,
+           "_DOS_DATE = (0 << 9) | (1 << 5) | 1",
+           "_DOS_DATE = ((__import__('time').localtime().tm_year - 1980) << 9) | 33",
            ZIP_TESTS),
     Mutant("zip-replaces-any-zip", "--zip replaces a zip bundler did not write", ZIP,
            "if path.exists() and not _written_by_bundler(path, target.name):", "if False:",
@@ -215,9 +240,9 @@ MUTANTS = (
            "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
     Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
            "bundler/pack/pipeline.py",
-           "windows=recipe.target.windows_names)\n"
+           "streams=kept_streams(store, environ))\n"
            "        if zipped is not None:\n            zipped.publish()\n",
-           "windows=recipe.target.windows_names)\n"
+           "streams=kept_streams(store, environ))\n"
            "                zipped.publish()\n", ZIP_TESTS),
     Mutant("zip-shipped-by-the-next-pack", "the folder builder copies a bundle's zip",
            "bundler/pack/builders/folder.py", "elif is_bundle_zip(folder / name):",
@@ -226,8 +251,8 @@ MUTANTS = (
            ZIP, "return path.suffix.lower() in _WINDOWS_EXECUTABLE",
            "return bool(path.stat().st_mode & stat.S_IXUSR)", ("tests/test_zip_paths.py",)),
     Mutant("embedded-python-unlisted", "embedded-python: python/ and the launcher are not "
-           "in the manifest", EMBED, "made=(PYTHON_DIR, launcher.name), left_out=left_out)",
-           "left_out=left_out)", EMBED_VERIFY_TESTS),
+           "in the manifest", EMBED, "made=(PYTHON_DIR, launcher.name), left_out=left_out,",
+           "left_out=left_out,", EMBED_VERIFY_TESTS),
     Mutant("verify-skips-built", "verify does not check the files a builder added",
            "bundler/diagnose/verify.py", "    _check_built(found, report, hashes)\n", "",
            EMBED_VERIFY_TESTS),
@@ -239,6 +264,31 @@ MUTANTS = (
     Mutant("zip-partial-shipped", "--zip: a killed pack's temporary zip is app content",
            ZIP, "    if _PARTIAL.fullmatch(path.name):\n", "    if False:\n",
            ("tests/test_zip_partial.py",)),
+    # Issue 30 item 2: --zip reuses work.
+    Mutant("zip-streams-not-reused", "--zip: every member is compressed again", ZIP_WRITER,
+           "return self._streams.find(content, member.size), content",
+           "return None, content", ZIP_REUSE_TESTS),
+    Mutant("zip-stream-unchecked", "--zip: a kept stream is copied without its hash checked",
+           ZIP_WRITER, "if digest.hexdigest() != record.stream_sha256 or \\\n",
+           "if False and \\\n", ZIP_REUSE_TESTS),
+    Mutant("zip-record-unsealed", "--zip: a kept stream's record is read without its seal",
+           ZIP_STREAMS, "body = unseal(self._key, _KIND, key,",
+           "body = (lambda *a: a[3].get('body'))(self._key, _KIND, key,", ZIP_REUSE_TESTS),
+    Mutant("zip-key-ignores-settings", "--zip: a stream of another level is reused",
+           ZIP_STREAMS, 'f"{content_sha256}\\0{self._settings}"', 'f"{content_sha256}"',
+           ZIP_REUSE_TESTS),
+    Mutant("zip-one-lane", "--zip: pieces are compressed on one thread", ZIP_WRITER,
+           'ThreadPoolExecutor(self._workers, thread_name_prefix="zip")',
+           'ThreadPoolExecutor(1, thread_name_prefix="zip")', ZIP_REUSE_TESTS),
+    Mutant("zip-streams-untrimmed", "--zip: kept streams ignore the store's size cap", ZIP,
+           "        streams.trim(frozenset(writer.used))\n", "        pass\n",
+           ZIP_REUSE_TESTS),
+    Mutant("zip-bar-under-json", "pack --json draws progress bars", "bundler/commands.py",
+           "with silenced(args.json):", "with silenced(False):", ZIP_REUSE_TESTS),
+    Mutant("zip-killed-zip-needs-zip", "a killed --zip's temporary zip is removed only by a "
+           "pack of that zip", "bundler/pack/pipeline.py",
+           "            remove_killed_zip(target)   # a killed --zip's, whether this pack zips "
+           "or not\n", "", ("tests/test_zip_partial.py",)),
     Mutant("zip-spec-key-ignored", "--zip: the spec's app.zip is not written",
            "bundler/pack/pipeline.py", "zip_to = zip_to or spec.zip", "zip_to = zip_to",
            ("tests/test_zip_partial.py",)),
