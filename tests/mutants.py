@@ -44,6 +44,9 @@ EMBED_VERIFY_TESTS = ("tests/test_embedded_python_verify.py",)
 RELOCK = "bundler/pack/wheel_lock.py"
 RELOCK_TESTS = ("tests/test_embedded_python_relock.py",)
 ZIP_TESTS = ("tests/test_zip_output.py",)
+ZIP_WRITER = "bundler/pack/zip_writer.py"
+ZIP_STREAMS = "bundler/pack/zip_streams.py"
+ZIP_REUSE_TESTS = ("tests/test_zip_reuse.py",)
 INIT_TESTS = ("tests/test_init.py",)
 FACTS = "bundler/framework_facts.py"
 NAMES = "bundler/loaded_names.py"
@@ -226,8 +229,9 @@ MUTANTS = (
            ("tests/test_lock_source_pins.py",)),
     Mutant("no-format-1", "a format-1 lock is refused", "bundler/lockfile.py",
            "READ_FORMATS = (1, 2)", "READ_FORMATS = (2,)", LOCK_TESTS),
-    Mutant("zip-of-this-moment", "zip members carry the current time", ZIP,
-           "date_time=ZIP_EPOCH)", "date_time=__import__('time').localtime()[:6])",
+    Mutant("zip-of-this-moment", "zip members carry the current time", ZIP_WRITER,
+           "_DOS_DATE = (0 << 9) | (1 << 5) | 1",
+           "_DOS_DATE = ((__import__('time').localtime().tm_year - 1980) << 9) | 33",
            ZIP_TESTS),
     Mutant("zip-replaces-any-zip", "--zip replaces a zip bundler did not write", ZIP,
            "if path.exists() and not _written_by_bundler(path, target.name):", "if False:",
@@ -236,9 +240,9 @@ MUTANTS = (
            "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
     Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
            "bundler/pack/pipeline.py",
-           "windows=recipe.target.windows_names)\n"
+           "streams=kept_streams(store, environ))\n"
            "        if zipped is not None:\n            zipped.publish()\n",
-           "windows=recipe.target.windows_names)\n"
+           "streams=kept_streams(store, environ))\n"
            "                zipped.publish()\n", ZIP_TESTS),
     Mutant("zip-shipped-by-the-next-pack", "the folder builder copies a bundle's zip",
            "bundler/pack/builders/folder.py", "elif is_bundle_zip(folder / name):",
@@ -260,6 +264,31 @@ MUTANTS = (
     Mutant("zip-partial-shipped", "--zip: a killed pack's temporary zip is app content",
            ZIP, "    if _PARTIAL.fullmatch(path.name):\n", "    if False:\n",
            ("tests/test_zip_partial.py",)),
+    # Issue 30 item 2: --zip reuses work.
+    Mutant("zip-streams-not-reused", "--zip: every member is compressed again", ZIP_WRITER,
+           "return self._streams.find(content, member.size), content",
+           "return None, content", ZIP_REUSE_TESTS),
+    Mutant("zip-stream-unchecked", "--zip: a kept stream is copied without its hash checked",
+           ZIP_WRITER, "if digest.hexdigest() != record.stream_sha256 or \\\n",
+           "if False and \\\n", ZIP_REUSE_TESTS),
+    Mutant("zip-record-unsealed", "--zip: a kept stream's record is read without its seal",
+           ZIP_STREAMS, "body = unseal(self._key, _KIND, key,",
+           "body = (lambda *a: a[3].get('body'))(self._key, _KIND, key,", ZIP_REUSE_TESTS),
+    Mutant("zip-key-ignores-settings", "--zip: a stream of another level is reused",
+           ZIP_STREAMS, 'f"{content_sha256}\\0{self._settings}"', 'f"{content_sha256}"',
+           ZIP_REUSE_TESTS),
+    Mutant("zip-one-lane", "--zip: pieces are compressed on one thread", ZIP_WRITER,
+           'ThreadPoolExecutor(self._workers, thread_name_prefix="zip")',
+           'ThreadPoolExecutor(1, thread_name_prefix="zip")', ZIP_REUSE_TESTS),
+    Mutant("zip-streams-untrimmed", "--zip: kept streams ignore the store's size cap", ZIP,
+           "        streams.trim(frozenset(writer.used))\n", "        pass\n",
+           ZIP_REUSE_TESTS),
+    Mutant("zip-bar-under-json", "pack --json draws progress bars", "bundler/commands.py",
+           "with silenced(args.json):", "with silenced(False):", ZIP_REUSE_TESTS),
+    Mutant("zip-killed-zip-needs-zip", "a killed --zip's temporary zip is removed only by a "
+           "pack of that zip", "bundler/pack/pipeline.py",
+           "            remove_killed_zip(target)   # a killed --zip's, whether this pack zips "
+           "or not\n", "", ("tests/test_zip_partial.py",)),
     Mutant("zip-spec-key-ignored", "--zip: the spec's app.zip is not written",
            "bundler/pack/pipeline.py", "zip_to = zip_to or spec.zip", "zip_to = zip_to",
            ("tests/test_zip_partial.py",)),

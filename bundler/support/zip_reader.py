@@ -62,7 +62,7 @@ _OUT = CHUNK
 # as 18 bits (a 1-bit code, 16 extra bits, a 1-bit distance), so its input goes in
 # slices: at most ~15 MB out of any one 512-byte slice, however hostile the stream, and
 # inflate64 holds that twice while it returns it. Larger slices decode a little faster
-# (10% in 1 KiB, 15% in 2 KiB) but a member of zeros then peaks at 120 / 180 MiB
+# (14% in 1 KiB, 20% in 2 KiB) but a member of zeros then peaks at 120 / 180 MiB
 # instead of 79 (docs/performance.md).
 _DEFLATE64_SLICE = 1 << 9
 
