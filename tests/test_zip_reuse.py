@@ -161,3 +161,45 @@ def test_a_progress_bar_while_zipping_silent_under_json(workspace: Workspace,
 
     assert "zipping app" in stderr_on_a_terminal()
     assert "zipping app" not in stderr_on_a_terminal("--json")
+
+
+def test_a_stream_of_other_settings_is_not_reused(
+        workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Kept streams are keyed by the compressor's settings too: at another level every
+    member is compressed again, and the zip is the one that level makes."""
+    six, one, fresh = tmp_path / "6.zip", tmp_path / "1.zip", tmp_path / "fresh.zip"
+    cold = zip_pack(capsys, workspace, six)
+    monkeypatch.setattr(zip_output, "DEFLATE_LEVEL", 1)
+    assert zip_pack(capsys, workspace, one)["compressed"] == cold["compressed"]
+    monkeypatch.setenv("BUNDLER_STORE", "off")
+    zip_pack(capsys, workspace, fresh)
+    assert one.read_bytes() == fresh.read_bytes() != six.read_bytes()
+
+
+def test_pieces_compress_on_several_threads_into_the_same_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A member of several pieces is deflated on every worker; the stream is the one a
+    single worker makes, and inflates to the member."""
+    member = tmp_path / "member.bin"
+    member.write_bytes(os.urandom(1 << 20) + bytes(3 << 20) + b"tail" * 100_000)
+    threads: set[str] = set()
+    real = zip_writer._deflate_piece
+
+    def noting_the_thread(*args: object) -> bytes:
+        threads.add(__import__("threading").current_thread().name)
+        __import__("time").sleep(0.05)   # so one worker cannot take every piece alone
+        return real(*args)  # type: ignore[arg-type]
+
+    def zipped(workers: int) -> bytes:
+        out = tmp_path / f"{workers}.zip"
+        with open(out, "wb") as raw:
+            zip_writer.ZipWriter(raw, 6, None, workers, lambda _: None).write(
+                [zip_writer.Member("m", 0o100644 << 16, str(member), member.stat().st_size)])
+        return out.read_bytes()
+
+    one = zipped(1)
+    monkeypatch.setattr(zip_writer, "_deflate_piece", noting_the_thread)
+    assert zipped(3) == one and len(threads) == 3
+    with zipfile.ZipFile(tmp_path / "3.zip") as archive:
+        assert archive.read("m") == member.read_bytes()
