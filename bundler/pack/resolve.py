@@ -141,7 +141,9 @@ HINTS = {
 def _check_all(recipe: Recipe, staged: list[StagedFile], infos: dict[str, LibraryFacts]
                ) -> list[tuple[StagedFile, Problem]]:
     platform = recipe.target
-    bundled = {platform.name_key(name) for name in infos}
+    # Every library staged, read or not: one that is damaged is said once, not again as
+    # "not selected" for each library importing it.
+    bundled = {platform.name_key(item.file.name) for item in staged}
     found = []
     for item in staged:
         name = item.file.name

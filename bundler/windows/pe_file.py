@@ -8,6 +8,7 @@ reading it into memory.
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from pathlib import Path
@@ -36,12 +37,72 @@ def is_pe(path: Path) -> bool:
         return handle.read(2) == b"MZ"
 
 
-def read_pe(path: Path, exports: bool = False) -> PEInfo:
+# The DOS header's size, and how far into the file its e_lfanew may point (the PE
+# headers follow within the first pages in every linker's output).
+_DOS_HEADER = 64
+_HEADERS_READ = 64 * 1024
+_SECTION_HEADER = 40
+
+
+def pe_header_problem(path: Path) -> str:
+    """Why `path` cannot be a whole PE file, read from its headers alone, or "": the
+    'MZ' magic, e_lfanew pointing at 'PE\\0\\0' inside the file, the section table and
+    every section's bytes (and the signature's, if any) within the file's size. Asked
+    before pefile sees a file: a text file named .dll, a 0-byte or a truncated DLL is a
+    clean refusal, never a pefile traceback, a long parse or facts read from half a file
+    (pefile reads a DLL cut after its headers as one with no imports)."""
+    size = os.stat(path).st_size
+    if size < _DOS_HEADER:
+        return f"it is {size} bytes, shorter than a DOS header"
+    with open(path, "rb") as handle:
+        head = handle.read(_HEADERS_READ)
+    if head[:2] != b"MZ":
+        return "it does not start with the 'MZ' magic"
+    (pe_at,) = struct.unpack_from("<I", head, 0x3C)
+    if pe_at + 24 > len(head) or head[pe_at:pe_at + 4] != b"PE\0\0":
+        return "its DOS header points at no 'PE' header"
+    sections, optional_size = struct.unpack_from("<H12xH", head, pe_at + 6)
+    table = pe_at + 24 + optional_size
+    if table + sections * _SECTION_HEADER > len(head):
+        return "its section table lies past the end of its headers (truncated)"
+    end = table + sections * _SECTION_HEADER
+    for index in range(sections):
+        raw_size, raw_at = struct.unpack_from("<II", head, table + index * _SECTION_HEADER + 16)
+        end = max(end, raw_at + raw_size if raw_size else 0)
+    end = max(end, _signature_end(head, pe_at + 24, optional_size))
+    if end > size:
+        return f"it is {size} bytes but its headers say {end} (truncated)"
+    return ""
+
+
+def _signature_end(head: bytes, optional_at: int, optional_size: int) -> int:
+    """Where the Authenticode signature (the security directory, a file offset) ends."""
+    magic = struct.unpack_from("<H", head, optional_at)[0] if optional_size >= 2 else 0
+    at = optional_at + {0x10B: 96, 0x20B: 112}.get(magic, optional_size) + 4 * 8
+    if at + 8 > optional_at + optional_size:
+        return 0
+    offset, length = struct.unpack_from("<II", head, at)
+    return offset + length if offset and length else 0
+
+
+def _open(path: Path) -> pefile.PE:
+    """pefile's view of a file whose headers say it is a whole PE file."""
     try:
-        image = pefile.PE(str(path), fast_load=True)
+        problem = pe_header_problem(path)
+    except OSError as exc:
+        problem = exc.strerror or str(exc)
+    if problem:
+        raise CheckError(f"{path}: not a valid Windows DLL (not a PE file: {problem})",
+                         "the file is damaged or not a DLL: get the original again")
+    try:
+        return pefile.PE(str(path), fast_load=True)
     except (pefile.PEFormatError, OSError) as exc:
         raise CheckError(f"{path}: not a valid Windows DLL ({exc})",
                          "the file is damaged or not a DLL: get the original again") from None
+
+
+def read_pe(path: Path, exports: bool = False) -> PEInfo:
+    image = _open(path)
     try:
         image.parse_data_directories(
             directories=_DIRECTORIES + ([_EXPORT_DIRECTORY] if exports else []))
