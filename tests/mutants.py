@@ -144,6 +144,14 @@ MUTANTS = (
            "--offline when the wheel cache keeps wheels", "bundler/pack/builders/pip_wheels.py",
            "               if kept else \"\")", "               if False else \"\")",
            RELOCK_TESTS),
+    Mutant("wheel-data-misplaced", "embedded-python: a wheel's .data/purelib files land "
+           "under the .data folder, not in site-packages", "bundler/pack/builders/wheel_install.py",
+           '"purelib": rest, "platlib": rest,', '"purelib": f"{data}/purelib/{rest}", '
+           '"platlib": rest,', ("tests/test_wheel_install.py",)),
+    Mutant("wheel-escapes-site-packages", "embedded-python: a wheel member with '..' is "
+           "written outside site-packages", "bundler/pack/builders/wheel_install.py",
+           'if path.is_absolute() or ".." in path.parts or', "if False and",
+           ("tests/test_wheel_install.py",)),
     Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOT_WINDOWS,
            "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
            BOOTSTRAP_TESTS),
@@ -627,17 +635,6 @@ MUTANTS = (
            "is asked for the pinned minor's builtins library", "bundler/releases/runtime_inputs.py",
            '|^(libnvrtc-builtins\\.so\\.\\d+\\.)\\d+$"', '"',
            ("tests/test_runtime_inputs_minor.py",)),
-    # Issue 28: magic before pefile (test_pe_magic.py)
-    Mutant("pe-headers-unchecked", "pefile is handed a file whose headers were not checked "
-           "(a truncated DLL reads as one importing nothing)", "bundler/windows/pe_file.py",
-           "    if problem:\n        raise CheckError(f\"{path}: not a valid Windows DLL (not a PE",
-           "    if False:\n        raise CheckError(f\"{path}: not a valid Windows DLL (not a PE",
-           ("tests/test_pe_magic.py",)),
-    Mutant("damaged-library-not-bundled", "a damaged runtime library is also said 'not "
-           "selected' for each library importing it", "bundler/pack/resolve.py",
-           "bundled = {platform.name_key(item.file.name) for item in staged}",
-           "bundled = {platform.name_key(name) for name in infos}",
-           ("tests/test_pe_magic.py::test_a_truncated_runtime_dll_is_refused_naming_it",)),
 )
 
 

@@ -1,4 +1,4 @@
-"""The app's requirements as Windows wheels, installed with this machine's pip.
+"""The app's requirements as Windows wheels, resolved with this machine's pip.
 
 pip resolves the spec's requirements file for the bundle's Python, not the one running
 bundler: `--platform win_amd64 --implementation cp --python-version 3.X` with
@@ -7,12 +7,13 @@ pip cannot do here). pip resolves once: `pip download` into a fresh folder (the 
 and pip's own options apply, also those the requirements file holds: --index-url,
 --find-links, --hash ...; under --offline only the wheel cache's folder), whose wheels
 are kept in bundler's wheel cache (python/cp3X-win_amd64/) and recorded in the lock
-(name, version, file, sha256). Then exactly those files are installed, `pip install
---target --no-index --no-deps`. A re-pack whose requirement files the lock records
-unchanged skips the resolve: it installs the lock's wheels from the cache, each checked
-by its sha256 (fetching one that is missing by its exact pin and hash, or naming it
-under --offline), the same way, so both make the same site-packages. Nothing is
-compiled (`--no-compile`: this machine's Python would write its own bytecode).
+(name, version, file, sha256). Then bundler unpacks exactly those wheels itself
+(wheel_install: the set is exact, nothing is left for pip to decide). A re-pack whose
+requirement files the lock records unchanged skips the resolve: it unpacks the lock's
+wheels from the cache, each checked by its sha256 (fetching one that is missing by its
+exact pin and hash, or naming it under --offline), starting no pip process; both ways
+make the same site-packages. Nothing is compiled (this machine's Python would write
+its own bytecode).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.builders.cpython_embed import Embeddable
+from bundler.pack.builders.wheel_install import install_wheels
 from bundler.pack.sources.fetch import cache_root
 from bundler.platforms import windows
 from bundler.support.hashing import sha256_file
@@ -79,11 +81,7 @@ def install_requirements(requirements: Path, embed: Embeddable, site_packages: P
               f"{requirements.name} from the wheel cache (requirements unchanged: "
               "nothing resolved)", file=sys.stderr)
         cached_wheels(locked, cache, requirements, embed, offline)
-        folder = _gathered(locked, cache)
-        try:
-            _install_files(folder, locked, requirements, embed, site_packages)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+        _install_files([cache / wheel.file for wheel in locked], site_packages)
         return locked
     print(f"bundler: installing {requirements.name} for Windows x64, CPython "
           f"{embed.python}, with pip", file=sys.stderr)
@@ -101,7 +99,7 @@ def install_requirements(requirements: Path, embed: Embeddable, site_packages: P
                  _download_hint(cache))
             _keep(download, cache)
         wheels = tuple(LockedWheel.of_file(wheel) for wheel in sorted(download.glob("*.whl")))
-        _install_files(download, wheels, requirements, embed, site_packages)
+        _install_files([download / wheel.file for wheel in wheels], site_packages)
         return wheels
     finally:
         shutil.rmtree(download, ignore_errors=True)
@@ -119,33 +117,11 @@ def _download_hint(cache: Path) -> str:
             f"index{offline}")
 
 
-def _install_files(folder: Path, wheels: tuple[LockedWheel, ...], requirements: Path,
-                   embed: Embeddable, site_packages: Path) -> None:
-    """Exactly these wheels, none other: each `name==version --hash` (--require-hashes,
-    --no-deps) from `folder` (--no-index --find-links), which holds just them. What the
-    set of a resolve or of the lock holds, so both make the same site-packages (a wheel
-    given by its path would be recorded by it in direct_url.json)."""
-    if wheels:
-        pins = folder / ".pins.txt"
-        pins.write_text("".join(f"{wheel.name}=={wheel.version} --hash=sha256:{wheel.sha256}\n"
-                                for wheel in wheels), encoding="utf-8")
-        _pip(["install", "--no-index", "--find-links", str(folder), "--no-deps",
-              "--require-hashes", "--target", str(site_packages), "--no-compile",
-              "--no-warn-script-location", *_target_options(embed), "-r", str(pins)],
-             requirements, "install")
+def _install_files(wheels: list[Path], site_packages: Path) -> None:
+    """Exactly these wheels, unpacked by bundler (wheel_install), none other: what the
+    set of a resolve or of the lock holds, so both make the same site-packages."""
+    install_wheels(wheels, site_packages)
     _drop_scripts(site_packages / "bin")
-
-
-def _gathered(wheels: tuple[LockedWheel, ...], cache: Path) -> Path:
-    """A fresh folder below the cache holding just `wheels` (links to the cache's files,
-    copies where links fail)."""
-    folder = Path(tempfile.mkdtemp(prefix=".install-", dir=cache))
-    for wheel in wheels:
-        try:
-            os.link(cache / wheel.file, folder / wheel.file)
-        except OSError:
-            shutil.copyfile(cache / wheel.file, folder / wheel.file)
-    return folder
 
 
 def cached_wheels(locked: tuple[LockedWheel, ...], cache: Path, requirements: Path,
