@@ -635,6 +635,17 @@ MUTANTS = (
            "is asked for the pinned minor's builtins library", "bundler/releases/runtime_inputs.py",
            '|^(libnvrtc-builtins\\.so\\.\\d+\\.)\\d+$"', '"',
            ("tests/test_runtime_inputs_minor.py",)),
+    # Issue 28: magic before pefile (test_pe_magic.py)
+    Mutant("pe-headers-unchecked", "pefile is handed a file whose headers were not checked "
+           "(a truncated DLL reads as one importing nothing)", "bundler/windows/pe_file.py",
+           "    if problem:\n        raise CheckError(f\"{path}: not a valid Windows DLL (not a PE",
+           "    if False:\n        raise CheckError(f\"{path}: not a valid Windows DLL (not a PE",
+           ("tests/test_pe_magic.py",)),
+    Mutant("damaged-library-not-bundled", "a damaged runtime library is also said 'not "
+           "selected' for each library importing it", "bundler/pack/resolve.py",
+           "bundled = {platform.name_key(item.file.name) for item in staged}",
+           "bundled = {platform.name_key(name) for name in infos}",
+           ("tests/test_pe_magic.py::test_a_truncated_runtime_dll_is_refused_naming_it",)),
 )
 
 
