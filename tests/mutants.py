@@ -113,6 +113,18 @@ MUTANTS = (
     Mutant("doctor-frameworks-unjudged", "doctor does not judge a bundle's frameworks by "
            "pack's rule", "bundler/diagnose/doctor/bundle_frameworks.py",
            "reason = fits(framework, cuda, cudnn)", "reason = None", FACTS_TESTS),
+    # Paddle 2.5-2.6 loads nvjpeg64_11.dll by name: the CUDA 11 runtime set ships it.
+    Mutant("paddle-nvjpeg-unlisted", "the Paddle 2.5-2.6 row does not list nvjpeg64_11.dll",
+           "bundler/windows/compat.toml", '"cusparse64_11.dll", "nvjpeg64_11.dll"]',
+           '"cusparse64_11.dll"]', INIT_FITS_TESTS),
+    Mutant("cuda11-nvjpeg-by-default", "the CUDA 11 cuDNN 8.9.4 recipe ships nvJPEG to "
+           "every app", "recipes/cudnn-8.9.4.25-cuda11-win-x64.toml",
+           "[components.nvjpeg]\ndefault = false\n", "[components.nvjpeg]\ndefault = true\n",
+           ("tests/test_app_scan.py",)),
+    Mutant("cuda11-set-nvjpeg-by-default", "the CUDA 11 runtime set ships nvJPEG to every "
+           "app", "recipes/families/cuda11-win-x64.toml",
+           "[components.nvjpeg]\ndefault = false\n", "[components.nvjpeg]\ndefault = true\n",
+           ("tests/test_releases.py", "tests/test_linux_releases.py")),
     Mutant("launcher-drops-arguments", "embedded-python: the .cmd does not pass %*", EMBED,
            '"%~dp0{script}" %*\'', '"%~dp0{script}"\'', EMBED_TESTS),
     Mutant("pth-without-the-app", "embedded-python: the ._pth leaves the app folder out",
@@ -144,14 +156,6 @@ MUTANTS = (
            "--offline when the wheel cache keeps wheels", "bundler/pack/builders/pip_wheels.py",
            "               if kept else \"\")", "               if False else \"\")",
            RELOCK_TESTS),
-    Mutant("wheel-data-misplaced", "embedded-python: a wheel's .data/purelib files land "
-           "under the .data folder, not in site-packages", "bundler/pack/builders/wheel_install.py",
-           '"purelib": rest, "platlib": rest,', '"purelib": f"{data}/purelib/{rest}", '
-           '"platlib": rest,', ("tests/test_wheel_install.py",)),
-    Mutant("wheel-escapes-site-packages", "embedded-python: a wheel member with '..' is "
-           "written outside site-packages", "bundler/pack/builders/wheel_install.py",
-           'if path.is_absolute() or ".." in path.parts or', "if False and",
-           ("tests/test_wheel_install.py",)),
     Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOT_WINDOWS,
            "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
            BOOTSTRAP_TESTS),

@@ -71,7 +71,8 @@ def test_a_library_name_names_the_cuda_majors_that_ship_it(name: str,
 def test_the_default_selection_leaves_the_math_libraries_out() -> None:
     for name in (SEED, CU11, CU12, CU13):
         chosen = {c.name for c in recipe(name).select(None)}
-        assert not chosen & {"cufft", "curand", "cusolver", "cusparse", "nvrtc", "nvjitlink"}
+        assert not chosen & {"cufft", "curand", "cusolver", "cusparse", "nvrtc", "nvjitlink",
+                              "nvjpeg"}
     assert {c.name for c in recipe(CU12).select(["cusolver"])} == {
         "cublas", "cusolver", "cusparse", "nvjitlink"}
 

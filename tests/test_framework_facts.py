@@ -114,16 +114,17 @@ def test_paddle_loads_its_libraries_by_name_as_its_binary_says(tmp_path: Path) -
     names libpaddle.pyd holds and the CUDA/cuDNN from paddle/version/__init__.py."""
     scan = scan_app(paddle_app(tmp_path, "3.0.0"), platform=windows())
     by_name = {n.dll: n.reason for n in scan.needs}
-    runtime = PADDLE_LOADS[:5]   # nvJPEG is in no runtime set bundler knows: not demanded
+    # nvjpeg64_11 too: the CUDA 11 runtime set's optional nvjpeg component ships it
     assert by_name == {dll: f"loaded by name by Lib/site-packages/{LIBPADDLE}"
-                       for dll in runtime}
+                       for dll in PADDLE_LOADS}
     (facts,) = scan.framework_facts
     assert (facts.distribution, facts.cuda, facts.cudnn, facts.row) == (
         "paddlepaddle-gpu", "11.8", "8.6.0", None)
     assert facts.file == "Lib/site-packages/paddle/version/__init__.py"
     selection = select_for_app(find_recipe(CU11, tmp_path), [], [], scan.needs, scan, False)
-    assert {"cufft", "cusolver", "cusparse"} <= set(selection.reasons)
-    assert {"cublas", "cufft", "cusolver", "cusparse"} <= {c.name for c in selection.components}
+    assert {"cufft", "cusolver", "cusparse", "nvjpeg"} <= set(selection.reasons)
+    assert {"cublas", "cufft", "cusolver", "cusparse", "nvjpeg"} <= {
+        c.name for c in selection.components}
 
 
 @pytest.mark.parametrize("recipe, said", [
@@ -334,7 +335,8 @@ def test_a_paddle_2_6_2_app_packs_with_what_its_binary_loads(
     bundle holds what the binary loads by name, and the summary says so."""
     paddle_app(tmp_path)
     components = ["cudart", "cublas", "core", "ops_infer", "ops_train", "cnn_infer",
-                  "cnn_train", "adv_infer", "adv_train", "cufft", "cusolver", "cusparse"]
+                  "cnn_train", "adv_infer", "adv_train", "cufft", "cusolver", "cusparse",
+                  "nvjpeg"]
     ref, wheels = standin_setup(tmp_path, CU11, components)
     sources = "\n".join(f'{sid} = "{p.as_posix()}"' for sid, p in wheels.items())
     spec = write_spec(tmp_path, ref, sources)
@@ -343,12 +345,12 @@ def test_a_paddle_2_6_2_app_packs_with_what_its_binary_loads(
     code, out, err = run_cli(capsys, "pack", spec)
     assert code == 0, err
     for component, dll in (("cufft", "cufft64_10.dll"), ("cusolver", "cusolver64_11.dll"),
-                           ("cusparse", "cusparse64_11.dll")):
+                           ("cusparse", "cusparse64_11.dll"), ("nvjpeg", "nvjpeg64_11.dll")):
         assert (f"{component}: {dll}: loaded by name by Lib/site-packages/{LIBPADDLE}"
                 in out), out
     runtime = tmp_path / "dist" / "app" / "cudnn"
     assert {"cudnn64_8.dll", "cublas64_11.dll", "cusolver64_11.dll", "cusparse64_11.dll",
-            "cufft64_10.dll"} <= {p.name for p in runtime.iterdir()}
+            "cufft64_10.dll", "nvjpeg64_11.dll"} <= {p.name for p in runtime.iterdir()}
     # An earlier bundle left inside the app folder is output, not app: its (here altered)
     # Paddle is not the app's and does not refuse the release.
     stale = tmp_path / "app" / "A_old"

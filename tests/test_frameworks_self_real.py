@@ -66,11 +66,11 @@ class Expected:
 
 EXPECTED = {
     # paddle/version/__init__.py: cuda_version '11.8', cudnn_version '8.6.0'; libpaddle.pyd
-    # imports no CUDA DLL and loads these by name (nvjpeg64_11 too: in no runtime set).
+    # imports no CUDA DLL and loads these by name (nvjpeg64_11: the CUDA 11 set's nvjpeg).
     "paddlepaddle_gpu-2.6.2-cp310-cp310-win_amd64.whl": Expected(
         "11", "8", "8.6.0", "paddle/version/__init__.py",
         ("cudnn64_8.dll", "cublas64_11.dll", "cusolver64_11.dll", "cusparse64_11.dll",
-         "cufft64_10.dll"),
+         "cufft64_10.dll", "nvjpeg64_11.dll"),
         too_old="cudnn-8.0.5.39-cuda11-win-x64", wrong_major="cudnn-9.28.0.42-cuda12-win-x64"),
     # A CUDA 10.2 build (cudart linked in): cuDNN 7, cuBLAS/cuSOLVER 10, cuFFT 10.
     "paddlepaddle_gpu-2.2.2-cp39-cp39-win_amd64.whl": Expected(

@@ -254,7 +254,8 @@ def test_a_pinned_paddle_gets_cudnn_8_at_its_minimum_for_cuda_11(
     assert code == 0, err
     data = written(tmp_path / "app.spec")
     assert data["runtime"]["recipe"] == "cudnn-8.9.5.29-cuda11-win-x64"
-    assert {"cublas", "cufft", "cusolver", "cusparse"} <= set(data["runtime"]["components"])
+    assert {"cublas", "cufft", "cusolver", "cusparse", "nvjpeg"} <= set(
+        data["runtime"]["components"])
     assert "cuDNN 8.6.0 or newer" in comments((tmp_path / "app.spec").read_text())
 
     (tmp_path / "app.spec").unlink()
