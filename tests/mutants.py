@@ -156,6 +156,14 @@ MUTANTS = (
            "--offline when the wheel cache keeps wheels", "bundler/pack/builders/pip_wheels.py",
            "               if kept else \"\")", "               if False else \"\")",
            RELOCK_TESTS),
+    Mutant("wheel-data-misplaced", "embedded-python: a wheel's .data/purelib files land "
+           "under the .data folder, not in site-packages", "bundler/pack/builders/wheel_install.py",
+           '"purelib": rest, "platlib": rest,', '"purelib": f"{data}/purelib/{rest}", '
+           '"platlib": rest,', ("tests/test_wheel_install.py",)),
+    Mutant("wheel-escapes-site-packages", "embedded-python: a wheel member with '..' is "
+           "written outside site-packages", "bundler/pack/builders/wheel_install.py",
+           'if path.is_absolute() or ".." in path.parts or', "if False and",
+           ("tests/test_wheel_install.py",)),
     Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOT_WINDOWS,
            "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
            BOOTSTRAP_TESTS),
