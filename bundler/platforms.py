@@ -101,6 +101,10 @@ class Platform:
     # (size) -> a digest of a file's bytes fed in order (`update`), whose `digests()`
     # check_signature takes: pack computes it from the bytes it writes. None: no scheme.
     signature_digest: Callable[[int], SignatureDigest] | None = None
+    # (every path a bundle ships, relative, '/') -> the first this OS cannot hold and
+    # why, or None: pack asks it of the whole staged bundle before the swap.
+    unholdable_path: Callable[[Iterable[str]], tuple[str, str] | None] = \
+        lambda _relpaths: None
 
     def name_key(self, name: str) -> str:
         """The form two library names are compared in (the same file when equal)."""

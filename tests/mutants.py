@@ -658,6 +658,16 @@ MUTANTS = (
            "bundled = {platform.name_key(item.file.name) for item in staged}",
            "bundled = {platform.name_key(name) for name in infos}",
            ("tests/test_pe_magic.py::test_a_truncated_runtime_dll_is_refused_naming_it",)),
+    # Issue 28: Windows name rules over every shipped path (test_windows_names_shipped.py)
+    Mutant("shipped-names-unasked", "pack does not ask the platform about the staged "
+           "bundle's paths (a wheel's aux.py ships in python/)", "bundler/pack/pipeline.py",
+           "            refuse_unholdable_names(staging.folder, recipe.target, target.name)\n",
+           "", ("tests/test_windows_names_shipped.py",)),
+    Mutant("shipped-case-twins", "two shipped paths differing only in case pass",
+           "bundler/windows/shipped_names.py", "        if first != relpath:",
+           "        if False:",
+           ("tests/test_windows_names_shipped.py::test_a_wheel_whose_names_windows_cannot_"
+            "hold_is_refused_naming_it[case-twins]",)),
 )
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from bundler.errors import BundlerError, RefusedError
 from bundler.manifest import DamagedManifest, UnsupportedManifest, find_manifest
+from bundler.platforms import Platform
 from bundler.support.exclusive import exclusive, lock_file
-from bundler.support.paths import remove_tree
+from bundler.support.paths import WINDOWS_NAME_HINT, remove_tree, shown_name
 from bundler.support.swap_journal import (
     Swap,
     begin,
@@ -97,6 +98,47 @@ class Staging:
         remove_tree(self.folder)
         for temporary, _ in self.pending:
             temporary.unlink(missing_ok=True)
+
+
+def refuse_unholdable_names(bundle: Path, platform: Platform, shown: str) -> None:
+    """Every file and folder of the staged bundle, whichever builder put it there (the
+    embedded `python/` folder's wheels included), must be one `platform` can hold: asked
+    of the whole tree before the swap, so the previous bundle stays. `shown`: the
+    bundle's name in messages (the staging folder is never named)."""
+    relpaths = []
+    for folder, dirs, files in os.walk(bundle):   # never into links: the copy made none
+        where = Path(folder).relative_to(bundle).as_posix()
+        relpaths += [name if where == "." else f"{where}/{name}" for name in dirs + files]
+    found = platform.unholdable_path(relpaths)
+    if found is None:
+        return
+    relpath, why = found
+    wheel = _installed_by(bundle, relpath)
+    origin = (f"; the wheel {wheel} installs it (app.requirements)" if wheel else "")
+    hint = (f"pin another version of {wheel.split()[0]} that {platform.os_name} can "
+            "install, or leave it out of the requirements file" if wheel
+            else WINDOWS_NAME_HINT)
+    raise RefusedError(f"{shown}/{shown_name(relpath)}: {platform.os_name} cannot hold this "
+                       f"path in the bundle: {why}{origin}; the previous bundle and lock "
+                       "were kept", hint)
+
+
+def _installed_by(bundle: Path, relpath: str) -> str:
+    """"name version" of the wheel whose RECORD lists `relpath`, in the site-packages
+    folder above it, or ""."""
+    parts = relpath.split("/")
+    for depth in range(len(parts) - 1, 0, -1):
+        site = bundle.joinpath(*parts[:depth])
+        inside = "/".join(parts[depth:])
+        for record in sorted(site.glob("*.dist-info/RECORD")):
+            try:
+                listed = {line.split(",")[0] for line in record.read_text(
+                    encoding="utf-8", errors="replace").splitlines()}
+            except OSError:
+                continue
+            if inside in listed or f"{inside}/" in {p[:len(inside) + 1] for p in listed}:
+                return record.parent.name.removesuffix(".dist-info").replace("-", " ", 1)
+    return ""
 
 
 def _is_bundle(folder: Path) -> bool:

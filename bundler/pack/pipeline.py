@@ -23,7 +23,12 @@ from bundler.pack.builders.folder import check_entry
 from bundler.pack.emit import build_manifest, built_files
 from bundler.pack.lock import Lock, LockPolicy, bundle_record, check_lock, read_lock, spec_record
 from bundler.pack.one_copy import LeftOutWheel, examine
-from bundler.pack.output import output_folder, refuse_unsafe_target, staged_output
+from bundler.pack.output import (
+    output_folder,
+    refuse_unholdable_names,
+    refuse_unsafe_target,
+    staged_output,
+)
 from bundler.pack.resolve import LibraryReader, ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
 from bundler.pack.signatures import SignatureChecker, check_signatures
@@ -146,6 +151,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                                  {item.relpath: item.file.source for item in staged})
             if store is not None:
                 _fill_or_warn(store, sources, staged, identities, copy, environ, warnings)
+            refuse_unholdable_names(staging.folder, recipe.target, target.name)
             staging.replace_with_bundle(spec.lock_path, settled.data)
             if zip_path is not None:   # the staged bundle is the one swapped in next
                 zipped = write_zip(staging.folder, target.name, zip_path,

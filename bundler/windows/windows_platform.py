@@ -11,6 +11,7 @@ from bundler.windows.authentihash import AuthenticodeDigest
 from bundler.windows.compat import compat_facts
 from bundler.windows.facts import windows_facts
 from bundler.windows.pe_file import BITS, PLATFORM_MACHINE, exported_constant, is_pe, read_pe
+from bundler.windows.shipped_names import unholdable_path
 
 # NVIDIA's DLL names: <stem>64_<major>.dll (cudnn_graph64_9.dll, cublasLt64_{cuda_major}.dll),
 # <stem>64_<major><minor>[_0].dll (cudart64_110.dll, nvrtc64_120_0.dll), <stem>_<ABI>.dll
@@ -41,4 +42,5 @@ WINDOWS = Platform(
     release_suffix="win-x64", label="Windows x64", wheel_tags=r"win_amd64",
     library_stem=library_stem, library_file=lambda stem, version: f"{stem}64_{version}.dll",
     # The framework that loads its own second fails (LoadLibrary finds the first by name).
-    app_copy_harm="torch: 'WinError 127 ... Error loading {name}'")
+    app_copy_harm="torch: 'WinError 127 ... Error loading {name}'",
+    unholdable_path=unholdable_path)
