@@ -668,6 +668,10 @@ MUTANTS = (
            "        if False:",
            ("tests/test_windows_names_shipped.py::test_a_wheel_whose_names_windows_cannot_"
             "hold_is_refused_naming_it[case-twins]",)),
+    # Issue 28: links in the app ship as what they point to, --zip too (test_zip_links.py)
+    Mutant("app-links-copied-as-links", "a link inside the app folder ships as a link",
+           "bundler/pack/builders/folder.py", "copytree(app, staging, symlinks=False,",
+           "copytree(app, staging, symlinks=True,", ("tests/test_zip_links.py",)),
 )
 
 

@@ -52,7 +52,9 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path,
     _refuse_links_leaving(app, ignore)
     if recipe.target.windows_names:   # a Linux app may have CON.txt or a.so beside A.so
         _refuse_names_windows_cannot_hold(app, ignore, spec.runtime_dir)
-    shutil.copytree(app, staging, dirs_exist_ok=True, ignore=ignore)
+    # symlinks=False: a link (checked above to stay inside the app) ships as the file or
+    # folder it points to, in the folder and in --zip alike: a bundle never holds a link
+    shutil.copytree(app, staging, symlinks=False, dirs_exist_ok=True, ignore=ignore)
     taken = _existing_ignoring_case(staging, spec.runtime_dir)
     if taken:
         raise SpecError(f"{spec.path}: the app folder already has '{taken}', where the runtime "
