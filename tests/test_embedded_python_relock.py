@@ -204,10 +204,15 @@ def test_a_failed_download_suggests_offline_when_the_cache_keeps_wheels(app: Pat
     with pytest.raises(SourceError) as caught:
         pack(load_spec(app), environ=environ)
     assert "pip could not download" in caught.value.message
-    assert "keeps 2 wheel(s) from earlier packs: pack --offline" in caught.value.hint
+    assert "holds every wheel they need (2 kept): pack --offline" in caught.value.hint
     result = pack(load_spec(app), environ=environ, offline=True)   # ... and it works
     assert installed(result.out) == {"demo_a-1.0.dist-info", "demo_b-2.0.dist-info"}
     assert lock(app)["wheels"]["demo-b"]["version"] == "2.0"
+    # A requirement the cache cannot satisfy: the hint does not send the user offline.
+    app.with_name("base.txt").write_text("demo-a\ndemo-z\n")
+    with pytest.raises(SourceError) as caught:
+        pack(load_spec(app), environ=environ)
+    assert "--offline" not in caught.value.hint
 
 
 def test_a_missing_nested_file_is_named(app: Path) -> None:

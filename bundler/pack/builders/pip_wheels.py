@@ -94,9 +94,12 @@ def install_requirements(requirements: Path, embed: Embeddable, site_packages: P
                  requirements, "install",
                  f"pack once without --offline (the wheels are then kept in {cache})")
         else:
-            _pip(["download", "--dest", str(download), *_target_options(embed),
-                  "-r", str(requirements)], requirements, "download",
-                 _download_hint(cache))
+            try:
+                _pip(["download", "--dest", str(download), *_target_options(embed),
+                      "-r", str(requirements)], requirements, "download")
+            except SourceError as failed:
+                covered = _cache_covers(requirements, embed, cache, download)
+                raise SourceError(failed.message, _download_hint(cache, covered)) from None
             _keep(download, cache)
         wheels = tuple(LockedWheel.of_file(wheel) for wheel in sorted(download.glob("*.whl")))
         _install_files([download / wheel.file for wheel in wheels], site_packages)
@@ -105,12 +108,26 @@ def install_requirements(requirements: Path, embed: Embeddable, site_packages: P
         shutil.rmtree(download, ignore_errors=True)
 
 
-def _download_hint(cache: Path) -> str:
+def _cache_covers(requirements: Path, embed: Embeddable, cache: Path, scratch: Path
+                  ) -> bool:
+    """Whether the wheel cache alone satisfies the requirements (pip resolves from it,
+    no index), asked only once a download failed, so the hint can say so."""
+    try:
+        _pip(["download", "--dest", str(scratch / "offline"), "--no-index", "--find-links",
+              str(cache), *_target_options(embed), "-r", str(requirements)], requirements,
+             "resolve")
+    except SourceError:
+        return False
+    return True
+
+
+def _download_hint(cache: Path, covered: bool) -> str:
     """pip could not download: the network, the index, or a requirement with no Windows
-    wheel. Where earlier packs kept wheels, --offline may need nothing more."""
-    kept = len(list(cache.glob("*.whl"))) if cache.is_dir() else 0
-    offline = (f"; if the network is what failed, the wheel cache {cache} keeps {kept} "
-               "wheel(s) from earlier packs: pack --offline installs from them alone"
+    wheel. Where the wheel cache holds every wheel the requirements need (`covered`),
+    --offline needs nothing more: said so."""
+    kept = len(list(cache.glob("*.whl"))) if covered else 0
+    offline = (f"; if the network is what failed, the wheel cache {cache} holds every "
+               f"wheel they need ({kept} kept): pack --offline installs from it alone"
                if kept else "")
     return (f"every requirement needs a {WHEEL_TAG} (or pure Python) wheel for the spec's "
             f"app.python; check the names and versions, the network and your package "
