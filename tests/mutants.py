@@ -672,6 +672,11 @@ MUTANTS = (
     Mutant("app-links-copied-as-links", "a link inside the app folder ships as a link",
            "bundler/pack/builders/folder.py", "copytree(app, staging, symlinks=False,",
            "copytree(app, staging, symlinks=True,", ("tests/test_zip_links.py",)),
+    # Issue 28: bundler's own data never ships (test_own_data_not_shipped.py)
+    Mutant("own-data-shipped", "the spec, lock, inputs, store and cache in the app folder "
+           "are copied and scanned as the app's", "bundler/pack/builders/folder.py",
+           "        if own and (here / name) in own:", "        if False:",
+           ("tests/test_own_data_not_shipped.py",)),
 )
 
 

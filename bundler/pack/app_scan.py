@@ -19,6 +19,7 @@ A name counts when it is a CUDA library, a cuDNN DLL, or a DLL some shipped reci
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
@@ -81,7 +82,8 @@ class AppScan:
     framework_facts: tuple[FrameworkFacts, ...] = ()
 
 
-def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> AppScan:
+def scan_app(root: Path, skip: str = "", platform: Platform | None = None,
+             own: Mapping[Path, str] | None = None) -> AppScan:
     """Scan the app folder `root` (an app for `platform`, by default Windows); `skip` is a
     folder inside it (relative, /) left out (the runtime folder being built)."""
     platform = platform or windows()
@@ -90,7 +92,7 @@ def scan_app(root: Path, skip: str = "", platform: Platform | None = None) -> Ap
     shipped: dict[str, str] = {}
     imports: list[tuple[str, tuple[str, ...]]] = []
     metadata_dirs: set[Path] = set()
-    for path in sorted(_walk(root, skip)):
+    for path in sorted(_walk(root, skip, own)):
         relpath = path.relative_to(root).as_posix()
         if any(part.endswith(_METADATA_SUFFIXES) for part in PurePosixPath(relpath).parts):
             metadata_dirs.add(_metadata_parent(path, root))
@@ -130,15 +132,16 @@ def refuse_unfit_release(release: str, app: Path | None) -> None:
     refuse_unfit(facts, release, cuda, cudnn, suffix)
 
 
-def _walk(root: Path, skip: str) -> list[Path]:
+def _walk(root: Path, skip: str, own: Mapping[Path, str] | None = None) -> list[Path]:
     skipped = (root / skip).resolve() if skip else None
     found = []
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
-        outputs = outputs_in(here, dirs, skipped)   # the same folders the copy leaves out
+        # what the copy leaves out: outputs, and bundler's own inputs, store and cache
+        outputs = outputs_in(here, dirs + files, skipped, own=own)
         dirs[:] = [d for d in dirs if d not in outputs
                    and (skipped is None or (here / d).resolve() != skipped)]
-        found += [here / f for f in files]
+        found += [here / f for f in files if f not in outputs]
     return found
 
 

@@ -29,6 +29,7 @@ from bundler.pack.output import (
     refuse_unsafe_target,
     staged_output,
 )
+from bundler.pack.own_data import own_data
 from bundler.pack.resolve import LibraryReader, ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
 from bundler.pack.signatures import SignatureChecker, check_signatures
@@ -97,6 +98,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     given = {sid: (path, f"from {spec.path.name}") for sid, path in spec.sources.items()}
     given |= {sid: (path, "from --source") for sid, path in (overrides or {}).items()}
     inputs = {sid: path for sid in given if (path := given_path(sid, given, spec.folder))}
+    own = own_data(spec, inputs, environ)   # never shipped from the app folder
     if spec.scan.enabled:   # a release the app's frameworks refuse: before any input opens
         refuse_unfit_release(spec.recipe, spec.app_path)
     recipe = find_recipe(spec.recipe, spec.folder, inputs)
@@ -113,7 +115,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
 
     def select_and_open(bundle: Path, skip: str, left_out: tuple[LeftOutWheel, ...] = ()
                         ) -> tuple[Selection, dict[str, Source]]:
-        selection = _select(spec, recipe, bundle, skip, left_out)
+        selection = _select(spec, recipe, bundle, skip, left_out, own)
         takes = _members_by_source(recipe.files_for(selection.components))
         return selection, open_sources(recipe, takes, given, spec.folder, environ,
                                        offline=offline)
@@ -128,7 +130,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             # Read under the pack locks, after any interrupted swap was completed.
             previous = previous_bundle(target, _old_lock(spec.lock_path))
             built = build(spec, recipe, staging.folder, target, BuildOptions(
-                environ, offline, reusable_wheels(spec, _old_lock(spec.lock_path), policy)))
+                environ, offline, reusable_wheels(spec, _old_lock(spec.lock_path), policy),
+                own_data=own))
             app_root, bootstrap = built.root, built.bootstrap
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
@@ -253,7 +256,8 @@ def _make_runtime(spec: Spec, recipe: Recipe, selection: Selection,
 
 
 def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,
-            left_out: tuple[LeftOutWheel, ...] = ()) -> Selection:
+            left_out: tuple[LeftOutWheel, ...] = (), own: Mapping[Path, str] | None = None
+            ) -> Selection:
     """The components: the spec's (or the default ones), plus what the app scan finds
     the app needs, plus the spec's [scan] extras, plus what stands in for the nvidia-*
     wheels the builder left out. `skip`: a folder of `app` left out."""
@@ -262,7 +266,7 @@ def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,
     needs += [Need(dll, f"{w.distribution} {w.version}, left out of the app", "in place of")
               for w in left_out for dll in w.libraries]
     if spec.scan.enabled and app.is_dir():
-        scan = scan_app(app, skip, recipe.target)
+        scan = scan_app(app, skip, recipe.target, own)
         needs = list(scan.needs) + needs
     environment = examine(spec, recipe, app, skip) if app.is_dir() else None
     selection = select_for_app(recipe, spec.components, spec.scan.components, needs, scan,

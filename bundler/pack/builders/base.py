@@ -43,3 +43,5 @@ class BuildOptions:
     # the lock's wheel set where the requirement files are as it records them:
     # installed as it is, nothing resolved (embedded-python)
     locked_wheels: tuple[LockedWheel, ...] | None = None
+    # bundler's own files (the spec, its lock, inputs, store, cache): never copied
+    own_data: Mapping[Path, str] = field(default_factory=dict)

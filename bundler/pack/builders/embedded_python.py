@@ -51,7 +51,7 @@ def build_embedded_python_app(spec: Spec, recipe: Recipe, staging: Path, target:
                         "use a win-x64 recipe, or builder = \"folder\" for this platform")
     _refuse_taken_names(spec)
     sdist = embeddable_sdist(embed, options.environ, options.offline)   # before any copy
-    built = build_folder_app(spec, recipe, staging, target)
+    built = build_folder_app(spec, recipe, staging, target, options)   # its own_data
     python = staging / PYTHON_DIR
     unpack_embeddable(sdist, embed, python)
     site_packages = python / SITE_PACKAGES

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,7 @@ def build_folder_app(spec: Spec, recipe: Recipe, staging: Path, target: Path,
     if not app.is_dir():
         raise SpecError(f"{spec.path}: app.path {app} is not a folder",
                         "set app.path to the folder to ship, relative to the spec")
-    left_out = _LeftOut(app, target, spec.lock_path)
+    left_out = _LeftOut(app, target, spec.lock_path, (options or BuildOptions()).own_data)
     ignore = left_out.ignore
     _refuse_links_leaving(app, ignore)
     if recipe.target.windows_names:   # a Linux app may have CON.txt or a.so beside A.so
@@ -103,13 +103,15 @@ class _LeftOut:
     run, by their own names only; and any other bundle (an app folder of "." holds dist/
     with every earlier output): a bundle never copies bundles. Nothing else."""
 
-    def __init__(self, app: Path, target: Path, lock: Path) -> None:
+    def __init__(self, app: Path, target: Path, lock: Path,
+                 own: Mapping[Path, str] | None = None) -> None:
         self.app, self.target, self.lock = app, target.resolve(), lock.resolve()
+        self.own = own
         self._skipped: dict[str, str] = {}
 
     def ignore(self, folder: str, names: list[str]) -> set[str]:
         here = Path(folder)
-        found = outputs_in(here, names, self.target, self.lock)
+        found = outputs_in(here, names, self.target, self.lock, self.own)
         found |= {n: _WHY_SKIPPED.get(n, _BYTECODE) for n in _SKIP(folder, names)}
         for name, why in found.items():
             self._skipped[(here / name).relative_to(self.app).as_posix()] = why
@@ -119,17 +121,19 @@ class _LeftOut:
         return tuple(Skipped(path, why) for path, why in sorted(self._skipped.items()))
 
 
-def outputs_in(folder: Path, names: list[str], target: Path | None, lock: Path | None = None
-               ) -> dict[str, str]:
+def outputs_in(folder: Path, names: list[str], target: Path | None, lock: Path | None = None,
+               own: Mapping[Path, str] | None = None) -> dict[str, str]:
     """Which of `names` in `folder` are output, not app, and why: the bundle `target`
     itself, what packs of `target` or `lock` keep beside them while they run, another
     bundle (bundler's bootstrap at its top and a bundler manifest) or a zip bundler made
     of one (zip_output.is_bundle_zip). Never copied or scanned; only these names: a
     user's `.env.new-prod` or `plugins/x/_cudnn_bootstrap.py` is app."""
-    here = folder.resolve() if target or lock else folder
+    here = folder.resolve() if target or lock or own else folder
     found: dict[str, str] = {}
     for name in names:
-        if target and here == target.parent and name == target.name:
+        if own and (here / name) in own:
+            found[name] = f"bundler's own: {own[here / name]}"
+        elif target and here == target.parent and name == target.name:
             found[name] = _OUTPUT
         elif any(p and here == p.parent and is_pack_file_of(p, name) for p in (target, lock)):
             found[name] = _DEBRIS
