@@ -1,0 +1,125 @@
+"""Benchmark: `bundler pack --zip`, cold and re-packed with nothing changed.
+
+Run on demand (not a test):
+    python bench/zip_repack.py [--wheels DIR] [--runs N]
+
+The full cuDNN 8.9.4.25 / CUDA 11 wheel set (1.78 GB of DLLs; from DIR, else the wheel
+cache, fetched with pip on first use). Each run starts from an empty store and measures,
+in the same run, each timed step after `sync`:
+
+- a cold pack without --zip, and a cold pack with --zip (empty store each): the
+  difference is what writing the zip costs a cold pack;
+- Info-ZIP's `zip -r -6` of the same bundle folder (one thread): the baseline of the
+  cold zip;
+- a re-pack with --zip, nothing changed (every stream kept by the cold one);
+- `cp` of the cold pack's zip: the baseline of the re-pack.
+
+Goals (issue 30): the re-pack <= 2x `cp` of the zip; the cold zip's part <= 0.5x
+`zip -r -6` on two cores. The warm/cold ratio is printed too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from pack_wheels import _CHILD, RECIPE, warm, wheels_for, write_spec  # noqa: E402
+
+from bundler.recipe import find_recipe  # noqa: E402
+
+
+def timed(command: list[str], env: dict[str, str] | None = None) -> float:
+    subprocess.run(["sync"], check=True)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command[:4])}... failed:\n{done.stdout}\n{done.stderr}")
+    return elapsed
+
+
+def pack(spec: Path, out: Path, store: Path, *more: str) -> tuple[float, dict]:
+    """Seconds of `bundler pack` in a child process, and its summary (--json)."""
+    env = {**os.environ, "BUNDLER_NO_PROGRESS": "1", "PYTHONPATH": str(REPO),
+           "BUNDLER_STORE": str(store)}
+    command = [sys.executable, "-c", _CHILD, "pack", str(spec), "--out", str(out), "--json",
+               *more]
+    subprocess.run(["sync"], check=True)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    elapsed = time.perf_counter() - start
+    stats = json.loads(done.stderr.strip().splitlines()[-1])   # _CHILD's last line
+    if done.returncode != 0 or stats["code"] != 0:
+        sys.exit(f"pack failed:\n{done.stdout}\n{done.stderr}")
+    return elapsed, json.loads(done.stdout)
+
+
+def cold(spec: Path, out: Path, store: Path, *more: str) -> tuple[float, dict]:
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(store, ignore_errors=True)
+    spec.with_name(spec.name + ".lock").unlink(missing_ok=True)
+    return pack(spec, out, store, *more)
+
+
+def one_run(spec: Path, work: Path) -> dict[str, float]:
+    out, store, zipped = work / "dist" / "app", work / "store", work / "app.zip"
+    zipped.unlink(missing_ok=True)
+    plain, _ = cold(spec, out, store)
+    with_zip, summary = cold(spec, out, store, "--zip", str(zipped))
+    assert summary["zip_members"]["reused"] == 0, summary["zip_members"]
+    infozip = work / "infozip.zip"
+    infozip.unlink(missing_ok=True)
+    info = timed(["sh", "-c", f"cd {out.parent} && zip -r -6 -q {infozip} {out.name}"])
+    repack, summary = pack(spec, out, store, "--zip", str(zipped))
+    counts = summary["zip_members"]
+    assert counts["compressed"] == 0, counts   # every stream was kept by the cold pack
+    copy = timed(["cp", str(zipped), str(work / "copy.zip")])
+    return {"cold pack": plain, "cold pack --zip": with_zip, "zip part": with_zip - plain,
+            "zip -r -6": info, "re-pack --zip": repack, "cp of the zip": copy,
+            "zip MB": zipped.stat().st_size / 1e6, "infozip MB": infozip.stat().st_size / 1e6}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wheels", type=Path)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    recipe = find_recipe(RECIPE, REPO, {})
+    wheels = wheels_for(recipe, args.wheels)
+    warm(list(wheels.values()))
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="bench-zip-") as folder:
+        work = Path(folder)
+        spec = write_spec(work, wheels, [])
+        for number in range(args.runs):
+            runs.append(one_run(spec, work))
+            print(f"run {number + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in
+                                                    runs[-1].items()), flush=True)
+    median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    print(f"\nmedian of {len(runs)} (seconds; sizes in MB):")
+    for key, value in median.items():
+        print(f"  {key:18} {value:8.2f}")
+    print(f"re-pack --zip / cp of the zip: {median['re-pack --zip'] / median['cp of the zip']:.2f}x"
+          " (goal <= 2x)")
+    print(f"zip part of a cold pack / zip -r -6: {median['zip part'] / median['zip -r -6']:.2f}x"
+          f" (goal <= 0.5x on two cores; {os.cpu_count()} here)")
+    print(f"re-pack --zip / cold pack --zip: "
+          f"{median['re-pack --zip'] / median['cold pack --zip']:.3f}x")
+    per_run = [run["re-pack --zip"] / run["cold pack --zip"] for run in runs]
+    print("  runs: " + ", ".join(f"{ratio:.3f}x" for ratio in per_run))
+
+
+if __name__ == "__main__":
+    main()
