@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,16 @@ from tests.winenv.build import build_dll, cudnn_sublib_spec, make_nvidia_zip
 
 def _swapped_archive(standin_runtime, tmp_path: Path, out: Path) -> None:
     """The stand-in cuDNN zip with another build of the adv_train sub-library: a valid
-    DLL every pack-time check accepts (cuDNN 8.0's file versions are not checked)."""
+    DLL every pack-time check accepts. It stays the recipe's release (8.0.3.33) and
+    differs in its description only: a FileVersion naming another release is refused
+    by the release-evidence check (issue 28) before the lock is compared, and this
+    test is about the lock."""
     dlls = tmp_path / "swapped-dlls"
     shutil.copytree(standin_runtime.dir, dlls)
-    other = build_dll(cudnn_sublib_spec("adv_train", (8, 0, 3, 34)), tmp_path / "other")
+    spec = cudnn_sublib_spec("adv_train", standin_runtime.cudnn_version)
+    other = build_dll(replace(spec, description=spec.description + " (another build)"),
+                      tmp_path / "other")
+    assert other.read_bytes() != (dlls / other.name).read_bytes()
     shutil.copy(other, dlls / other.name)
     make_nvidia_zip(dlls, out, "deflate")
 
