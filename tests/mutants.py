@@ -131,9 +131,9 @@ MUTANTS = (
            EMBED, 'lines = ["..", f"python{embed.tag}.zip"', 'lines = [f"python{embed.tag}.zip"',
            EMBED_TESTS),
     Mutant("embedded-entry-without-bootstrap", "embedded-python: no bootstrap in the entry",
-           EMBED, "built = build_folder_app(spec, recipe, staging, target)",
+           EMBED, "built = build_folder_app(spec, recipe, staging, target, options)",
            "built = build_folder_app(__import__('dataclasses').replace(spec, entry=''), "
-           "recipe, staging, target)", EMBED_TESTS),
+           "recipe, staging, target, options)", EMBED_TESTS),
     Mutant("wheels-for-this-machine", "embedded-python: pip installs for Linux, not Windows",
            "bundler/pack/builders/pip_wheels.py", '"--platform", WHEEL_TAG, ', "",
            EMBED_TESTS),
