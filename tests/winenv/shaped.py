@@ -16,12 +16,13 @@ import re
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
 import pefile
 
+from bundler.pack.resolve import release_number
 from bundler.recipe import Recipe
 from bundler.windows.facts import windows_facts
 
@@ -143,6 +144,17 @@ def recipe_shape(recipe: Recipe, name: str) -> Shape:
                  if facts and facts.cudnn_get_version else ())
 
 
+def _saying_its_release(recipe: Recipe, shape: Shape, extra: Iterable[str]) -> Shape:
+    """A stand-in asked to export cudnnGetVersion (the real ORT provider imports it from
+    cudnn64_9.dll) returns the recipe's release, as the real file's code does: pack reads
+    that constant as release evidence, and a stub's 0 would name another release."""
+    if "cudnnGetVersion" not in extra or any(n == "cudnnGetVersion" for n, _ in shape.returns):
+        return shape
+    facts = recipe.files.get(shape.name)
+    number = (facts.cudnn_get_version if facts else 0) or release_number(recipe.cudnn)
+    return replace(shape, returns=(*shape.returns, ("cudnnGetVersion", number)))
+
+
 def standin_wheels(recipe: Recipe, folder: Path, components: Iterable[str],
                    exports: Mapping[str, Iterable[str]] | None = None) -> dict[str, Path]:
     """Every wheel source the components (and the default ones) use, holding stand-ins
@@ -156,8 +168,9 @@ def standin_wheels(recipe: Recipe, folder: Path, components: Iterable[str],
     dll_dir = folder / "dlls"
     for item in files:
         if item.name.lower().endswith(".dll"):
-            built = build_shaped(recipe_shape(recipe, item.name), dll_dir,
-                                 (exports or {}).get(item.name, ()))
+            extra = tuple((exports or {}).get(item.name, ()))
+            built = build_shaped(_saying_its_release(recipe, recipe_shape(recipe, item.name),
+                                                     extra), dll_dir, extra)
             data = built.read_bytes()
         else:
             data = b"STAND-IN licence text for bundler's tests; not NVIDIA's.\n"
