@@ -25,6 +25,7 @@ from bundler.errors import SpecError
 from bundler.pack.one_copy import LeftOutWheel
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
+from bundler.platforms import windows
 from tests.packing import make_workspace, run_cli
 from tests.test_embedded_python import bundler_cache, embedded_workspace
 from tests.wheelkit import make_wheel
@@ -32,6 +33,9 @@ from tests.wheelkit import make_wheel
 CUDNN = ("nvidia_cudnn_cu11", "nvidia-cudnn-cu11", "8.0.3.33")
 CUBLAS = ("nvidia_cublas_cu11", "nvidia-cublas-cu11", "10.2.1.243")
 SITE = Path("python") / "Lib" / "site-packages"
+# No row of the framework table covers it (its rows start at 1.14, whose cuDNN 8.5 floor
+# the seed's 8.0.3.33 stand-in runtime does not meet; no ORT release's row fits that seed).
+ORT = "1.13.1"
 
 
 def _metadata(name: str, version: str, *requires: str) -> bytes:
@@ -41,9 +45,12 @@ def _metadata(name: str, version: str, *requires: str) -> bytes:
 
 
 def _wheels(folder: Path, dll: bytes) -> Path:
-    """onnxruntime-gpu (pure Python here) and the two NVIDIA wheels its extras name. A
-    release the framework table has no row for (1.15.1), so no framework minimum stands
+    """onnxruntime-gpu (pure Python here) and the two NVIDIA wheels its extras name, at a
+    release the framework table has no row for (ORT), so no framework minimum stands
     between the stand-in CUDA 10.1 runtime and the app."""
+    assert windows().driver_table().framework_entry("onnxruntime-gpu", ORT) is None, (
+        f"the framework table now has a row for onnxruntime-gpu {ORT}: pick a release it "
+        "has none for, or a stand-in runtime that row serves")
     for (project, name, version), dlls in ((CUDNN, ["cudnn64_8.dll", "cudnn_ops_infer64_8.dll",
                                                     "cudnn_cnn_infer64_8.dll"]),
                                            (CUBLAS, ["cublas64_10.dll", "cublasLt64_10.dll",
@@ -55,10 +62,10 @@ def _wheels(folder: Path, dll: bytes) -> Path:
         make_wheel(folder, members, name=project, version=version)
     make_wheel(folder, {
         "onnxruntime/__init__.py": b"def preload_dlls(cuda=True, cudnn=True): pass\n",
-        "onnxruntime_gpu-1.15.1.dist-info/METADATA": _metadata(
-            "onnxruntime-gpu", "1.15.1", 'Requires-Dist: nvidia-cublas-cu11; extra == "cuda"',
+        f"onnxruntime_gpu-{ORT}.dist-info/METADATA": _metadata(
+            "onnxruntime-gpu", ORT, 'Requires-Dist: nvidia-cublas-cu11; extra == "cuda"',
             'Requires-Dist: nvidia-cudnn-cu11; extra == "cudnn"')},
-        name="onnxruntime_gpu", version="1.15.1", platform="any")
+        name="onnxruntime_gpu", version=ORT, platform="any")
     return folder
 
 
@@ -70,7 +77,7 @@ def spec(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
     wheels = _wheels(tmp_path / "wheels", standin_framework.read_bytes())
     _calls_preload(tmp_path / "app" / "main.py")
     (tmp_path / "requirements.txt").write_text(
-        f"--no-index\n--find-links {wheels.as_posix()}\nonnxruntime-gpu[cuda,cudnn]==1.15.1\n")
+        f"--no-index\n--find-links {wheels.as_posix()}\nonnxruntime-gpu[cuda,cudnn]=={ORT}\n")
     return spec
 
 
@@ -143,7 +150,7 @@ def test_allow_app_copies_keeps_the_wheels_and_doctor_names_them(
     assert problems[0].startswith(
         "the app's own site-packages (python/Lib/site-packages) holds nvidia-cublas-cu11 "
         "10.2.1.243 (cublas64_10.dll, cublasLt64_10.dll, in "), problems[0]
-    assert ("which onnxruntime-gpu 1.15.1 loads by path after the bootstrap ran: the process "
+    assert (f"which onnxruntime-gpu {ORT} loads by path after the bootstrap ran: the process "
             "maps both those and the bundle's cublas64_10.dll, cublasLt64_10.dll, "
             "cudnn64_8.dll, cudnn_cnn_infer64_8.dll, cudnn_ops_infer64_8.dll") in problems[0]
 
@@ -173,7 +180,7 @@ def test_a_windows_folder_app_carrying_them_is_refused(
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--find-links",
                     str(wheels), "--target", str(tmp_path / "app" / "site-packages"),
                     "--platform", "win_amd64", "--only-binary=:all:", "--no-compile",
-                    "--disable-pip-version-check", "onnxruntime-gpu[cuda,cudnn]==1.15.1"],
+                    "--disable-pip-version-check", f"onnxruntime-gpu[cuda,cudnn]=={ORT}"],
                    check=True, capture_output=True)
     # Without a call of preload_dlls() onnxruntime loads them by name: the modules the
     # bootstrap loaded. The app still ships its own copies, which pack refuses.
@@ -186,7 +193,7 @@ def test_a_windows_folder_app_carrying_them_is_refused(
     assert ("bundler: error: the app's own site-packages (site-packages) holds "
             "nvidia-cublas-cu11 10.2.1.243 (cublas64_10.dll, cublasLt64_10.dll); "
             "nvidia-cudnn-cu11 8.0.3.33 (cudnn64_8.dll, cudnn_cnn_infer64_8.dll, "
-            "cudnn_ops_infer64_8.dll), which onnxruntime-gpu 1.15.1 (preload_dlls() when the "
+            f"cudnn_ops_infer64_8.dll), which onnxruntime-gpu {ORT} (preload_dlls() when the "
             "app calls it) loads by path after the bootstrap ran") in err
     assert "onnxruntime-gpu without [cuda,cudnn]" in err
     assert "pip uninstall nvidia-cublas-cu11 nvidia-cudnn-cu11" in err
