@@ -260,9 +260,9 @@ MUTANTS = (
            "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
     Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
            "bundler/pack/pipeline.py",
-           "streams=kept_streams(store, environ))\n"
+           "known={str(i.path): i.sha256 for i in staged})\n"
            "        if zipped is not None:\n            zipped.publish()\n",
-           "streams=kept_streams(store, environ))\n"
+           "known={str(i.path): i.sha256 for i in staged})\n"
            "                zipped.publish()\n", ZIP_TESTS),
     Mutant("zip-shipped-by-the-next-pack", "the folder builder copies a bundle's zip",
            "bundler/pack/builders/folder.py", "elif is_bundle_zip(folder / name):",
@@ -297,6 +297,9 @@ MUTANTS = (
     Mutant("zip-key-ignores-settings", "--zip: a stream of another level is reused",
            ZIP_STREAMS, 'f"{content_sha256}\\0{self._settings}"', 'f"{content_sha256}"',
            ZIP_REUSE_TESTS),
+    Mutant("zip-rehashes-staged", "--zip: files the pack hashed as it staged them are read "
+           "again", "bundler/pack/pipeline.py",
+           "known={str(i.path): i.sha256 for i in staged})", "known={})", ZIP_REUSE_TESTS),
     Mutant("zip-one-lane", "--zip: pieces are compressed on one thread", ZIP_WRITER,
            'ThreadPoolExecutor(self._workers, thread_name_prefix="zip")',
            'ThreadPoolExecutor(1, thread_name_prefix="zip")', ZIP_REUSE_TESTS),

@@ -58,6 +58,10 @@ def test_a_repack_compresses_nothing_and_gives_the_same_bytes(
     warm = zip_pack(capsys, workspace, second)
     assert warm["compressed"] == 0 and warm["reused"] == cold["compressed"]
     assert first.read_bytes() == second.read_bytes()
+    # The runtime's files were hashed as they were staged: not read again to find their
+    # streams; the app's files and the manifest are.
+    runtime = json.loads(workspace.spec.with_name("app.spec.lock").read_text())["files"]
+    assert len(runtime) >= 5 and warm["hashed"] == warm["reused"] - len(runtime)
     # Compressed anew, on one thread, with no store: the very same bytes.
     monkeypatch.setattr(zip_output, "default_workers", lambda: 1)
     monkeypatch.setenv("BUNDLER_STORE", "off")
@@ -159,8 +163,10 @@ def test_a_progress_bar_while_zipping_silent_under_json(workspace: Workspace,
         assert child.wait(timeout=120) == 0, seen
         return seen.decode(errors="replace")
 
-    assert "zipping app" in stderr_on_a_terminal()
-    assert "zipping app" not in stderr_on_a_terminal("--json")
+    drawn = stderr_on_a_terminal()
+    assert "zipping app" in drawn, drawn
+    quiet = stderr_on_a_terminal("--json")
+    assert "zipping app" not in quiet, quiet
 
 
 def test_a_stream_of_other_settings_is_not_reused(

@@ -141,6 +141,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             made = _make_runtime(spec, recipe, selection, sources, store, previous,
                                  runtime_dir, copy)
             staged, reuse = made.staged, made.reuse
+            warnings.extend(reuse.notes)   # a stored file gone at link time: input read
             manifest = build_manifest(recipe, [c.name for c in selection.components],
                                       spec.runtime_dir, made.resolved, bootstrap,
                                       spec.require_driver, built_files(app_root, built.made))
@@ -159,7 +160,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             if zip_path is not None:   # the staged bundle is the one swapped in next
                 zipped = write_zip(staging.folder, target.name, zip_path,
                                    windows=recipe.target.windows_names, target=target,
-                                   streams=kept_streams(store, environ))
+                                   streams=kept_streams(store, environ),
+                                   known={str(i.path): i.sha256 for i in staged})
         if zipped is not None:
             zipped.publish()
         if store is not None:

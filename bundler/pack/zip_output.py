@@ -140,12 +140,15 @@ def _all_below(infos: list[zipfile.ZipInfo], top: str) -> bool:
 
 
 def write_zip(bundle: Path, top: str, path: Path, windows: bool, target: Path,
-              streams: StreamCache | None = None) -> PendingZip:
+              streams: StreamCache | None = None,
+              known: Mapping[str, str] | None = None) -> PendingZip:
     """Zip every file below `bundle` under the folder `top` into a temporary file
     beside `path`; removed again on any failure. `windows`: a bundle for Windows, whose
     permissions are the ones Windows reports, not this machine's. `target`: the bundle's
     folder, beside which a note names the zip while it is written (so any later pack of
-    `target` removes what a killed one left). `streams`: the kept streams to reuse."""
+    `target` removes what a killed one left). `streams`: the kept streams to reuse;
+    `known`: the sha256 of files the pack hashed as it staged them, by path (not read
+    again to find their stream)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(path)
     note = zip_note_path(target)
@@ -155,7 +158,7 @@ def write_zip(bundle: Path, top: str, path: Path, windows: bool, target: Path,
     pending = PendingZip(Path(name), path, note)
     try:
         with os.fdopen(handle, "wb") as raw:
-            counts = _add_all(raw, bundle, top, windows, streams)
+            counts = _add_all(raw, bundle, top, windows, streams, known or {})
         os.chmod(pending.temporary, 0o644)   # mkstemp's 0600 is for secrets, not a zip
     except BaseException as exc:
         pending.discard()
@@ -211,7 +214,7 @@ def remove_stale_partials(path: Path) -> list[Path]:
 
 
 def _add_all(raw: BinaryIO, bundle: Path, top: str, windows: bool,
-             streams: StreamCache | None) -> ZipCounts:
+             streams: StreamCache | None, known: Mapping[str, str]) -> ZipCounts:
     entries = _entries(bundle, top)
     members = [Member(f"{top}/", _attributes(is_dir=True, executable=True))]
     for path, relpath, size in entries:
@@ -220,7 +223,8 @@ def _add_all(raw: BinaryIO, bundle: Path, top: str, windows: bool,
                                   _attributes(is_dir=True, executable=True)))
         else:
             members.append(Member(f"{top}/{relpath}", _attributes(
-                is_dir=False, executable=_executable(path, windows)), str(path), size))
+                is_dir=False, executable=_executable(path, windows)), str(path), size,
+                known.get(str(path), "")))
     total = sum(size for _, _, size in entries)
     with byte_progress(total, f"zipping {top}") as progress:
         writer = ZipWriter(raw, DEFLATE_LEVEL, streams, default_workers(), progress.update)

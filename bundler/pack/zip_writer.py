@@ -52,6 +52,7 @@ class Member:
     external_attr: int
     path: str | None = None
     size: int = 0
+    sha256: str = ""   # of its bytes, where the pack already knows it (staged files)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class ZipCounts:
     members: int
     reused: int       # streams copied from the kept ones
     compressed: int   # members deflated now
+    hashed: int = 0   # members read to learn their sha256 (the rest were known)
 
 
 def settings(level: int) -> str:
@@ -104,6 +106,7 @@ class ZipWriter:
         self.used: set[str] = set()
         self.reused = 0
         self.compressed = 0
+        self.hashed = 0
 
     def write(self, members: list[Member]) -> ZipCounts:
         ops: queue.Queue[_Op] = queue.Queue(maxsize=2 * self._workers + 2)
@@ -120,7 +123,7 @@ class ZipWriter:
                     with contextlib.suppress(queue.Empty):
                         ops.get(timeout=0.05)
         self._write_end()
-        return ZipCounts(len(members), self.reused, self.compressed)
+        return ZipCounts(len(members), self.reused, self.compressed, self.hashed)
 
     # ------------------------------------------------------------ the reader thread
 
@@ -158,11 +161,14 @@ class ZipWriter:
     def _kept(self, member: Member) -> tuple[object, str]:
         if self._streams is None or member.path is None:
             return None, ""
-        digest = hashlib.sha256()
-        with open(member.path, "rb") as source:
-            while chunk := source.read(PIECE):
-                digest.update(chunk)
-        content = digest.hexdigest()
+        content = member.sha256
+        if not content:   # a file the pack did not hash as it staged it
+            digest = hashlib.sha256()
+            with open(member.path, "rb") as source:
+                while chunk := source.read(PIECE):
+                    digest.update(chunk)
+            content = digest.hexdigest()
+            self.hashed += 1
         return self._streams.find(content, member.size), content
 
     # ------------------------------------------------------------ the writer (caller)
