@@ -323,11 +323,11 @@ def test_a_full_disk_while_copying_from_the_store_names_the_bundle(
     workspace, first = packed
     shutil.rmtree(first.out)
 
-    def full(origin: Any, target: Any, **_: Any) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(origin))
+    def full(*_: Any, **__: Any) -> None:   # as the OS may say it: naming the store's file
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(store.objects))
 
     class FullDisk:   # only the store module's copies hit the full disk
-        copyfile = staticmethod(full)
+        copyfile = copyfileobj = staticmethod(full)
 
         def __getattr__(self, name: str) -> Any:
             return getattr(shutil, name)

@@ -13,7 +13,10 @@ does), the first that works of:
 
 Every file taken is re-hashed first, so a damaged store entry or an edited previous
 file is never shipped: the input is read instead. What is taken is linked into the
-new bundle (or copied, with --copy, or across volumes). docs/store.md has the rules.
+new bundle (or copied, with --copy, or across volumes) only if it is still the file
+that was hashed: one that vanished in between (another pack's eviction, `bundler cache
+prune`, the size cap) or was replaced puts the source back to be read from its input,
+as a cold pack reads it, and the summary says so. docs/store.md has the rules.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from bundler.manifest import FoundManifest, find_manifest
 from bundler.pack.lock import Lock
 from bundler.pack.sources import Source
 from bundler.pack.stage import StagedFile
-from bundler.pack.store import SourceRecord, Store, place
+from bundler.pack.store import FileStamp, ObjectGone, SourceRecord, Store, file_stamp, place
 from bundler.recipe import RuntimeFile
 from bundler.support.hashing import sha256_crc32_file, sha256_file
 
@@ -51,6 +54,21 @@ class Reuse:
     linked: int = 0
     copied: int = 0
     origin: dict[str, str] = field(default_factory=dict)   # source id -> "store"/"previous"
+    # what vanished or changed between its check and its link: its source is read instead
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """A file to take, as it was hashed: its path, sha256 and which file it was."""
+
+    path: Path
+    sha256: str
+    stamp: FileStamp
+
+
+# member -> (sha256, CRC-32, size, which file was hashed); "" where unreadable
+_Digests = dict[str, tuple[str, int, int, FileStamp]]
 
 
 def previous_bundle(target: Path, lock: Lock | None) -> Previous | None:
@@ -76,14 +94,20 @@ def reuse_runtime(files: list[RuntimeFile], sources: Mapping[str, Source], store
             way, found = "previous", _from_previous(source, taken, previous)
         if found is not None:
             identity, origins = found
-            _place_all(taken, origins, runtime_dir, runtime_relpath, copy, result)
+            try:
+                _place_all(taken, origins, runtime_dir, runtime_relpath, copy, result)
+            except ObjectGone as gone:   # the stage reads this source from its input
+                result.notes.append(f"{gone.args[0]} vanished or changed between its "
+                                    f"check and its link (a concurrent eviction); "
+                                    f"{source.location} was read instead")
+                continue
             result.identities[sid] = identity
             result.origin[sid] = way
     return result
 
 
 def _from_store(source: Source, taken: list[RuntimeFile], store: Store | None
-                ) -> tuple[str, dict[str, tuple[Path, str]]] | None:
+                ) -> tuple[str, dict[str, _Checked]] | None:
     """(identity, {member: (object, sha256)}) if the store has all of `taken` and
     nothing the input itself says contradicts its record (docs/store.md)."""
     fingerprint = source.fingerprint()
@@ -103,7 +127,7 @@ def _from_store(source: Source, taken: list[RuntimeFile], store: Store | None
     damaged = [m for m in paths if digests[m][0] and digests[m][0] != wanted[m]]
     for member in damaged:
         store.discard(wanted[member])   # the input is read, and the store mended
-    checked = _checked(paths, wanted, {m: d[0] for m, d in digests.items()})
+    checked = _checked(paths, wanted, digests)
     if checked is None:
         return None
     if not _matches_input(source, digests) or not _confirmed(source, wanted):
@@ -114,10 +138,10 @@ def _from_store(source: Source, taken: list[RuntimeFile], store: Store | None
     return record.identity, checked
 
 
-def _matches_input(source: Source, digests: Mapping[str, tuple[str, int, int]]) -> bool:
+def _matches_input(source: Source, digests: _Digests) -> bool:
     """Whether each stored file has the CRC-32 and size the input's own directory gives
     its member: a record naming other objects than the member's is not taken."""
-    for member, (_, crc, size) in digests.items():
+    for member, (_, crc, size, _) in digests.items():
         expected = source.member_crc(member)   # None for a wheel: RECORD checks it
         if expected is not None and expected != (crc, size):
             return False
@@ -137,7 +161,7 @@ def _confirmed(source: Source, wanted: Mapping[str, str]) -> bool:
 
 
 def _from_previous(source: Source, taken: list[RuntimeFile], previous: Previous | None
-                   ) -> tuple[str, dict[str, tuple[Path, str]]] | None:
+                   ) -> tuple[str, dict[str, _Checked]] | None:
     if previous is None or source.id not in previous.lock.sources:
         return None
     pinned = previous.lock.sources[source.id].get("sha256", "")
@@ -146,50 +170,61 @@ def _from_previous(source: Source, taken: list[RuntimeFile], previous: Previous 
         return None
     wanted = {f.member: entries[f.name].sha256 for f in taken}
     paths = {f.member: previous.found.root / entries[f.name].path for f in taken}
-    checked = _checked(paths, wanted, {m: d[0] for m, d in _digests(paths, set()).items()})
+    checked = _checked(paths, wanted, _digests(paths, set()))
     if checked is None or not _confirmed(source, wanted) or \
             source.identity_by_hashing() != pinned:
         return None
     return pinned, checked
 
 
-def _digests(paths: Mapping[str, Path], with_crc: set[str]
-             ) -> dict[str, tuple[str, int, int]]:
-    """Each member's file's (sha256, CRC-32, size), in one read ("" where unreadable);
-    the CRC-32 (which costs) only for `with_crc`, else 0."""
-    def digest(member: str) -> tuple[str, int, int]:
-        label = f"checking {paths[member].name}"
+def _digests(paths: Mapping[str, Path], with_crc: set[str]) -> _Digests:
+    """Each member's file's (sha256, CRC-32, size, stamp), in one read ("" where
+    unreadable); the CRC-32 (which costs) only for `with_crc`, else 0. The stamp is
+    taken before the read: a file replaced since, even during the read, is then not
+    the one `place` finds, and is not taken."""
+    def digest(member: str) -> tuple[str, int, int, FileStamp]:
+        path, label = paths[member], f"checking {paths[member].name}"
         try:
+            stamp = file_stamp(path.stat())
             if member in with_crc:
-                return sha256_crc32_file(paths[member], label)
-            return sha256_file(paths[member], label), 0, paths[member].stat().st_size
+                return (*sha256_crc32_file(path, label), stamp)
+            return sha256_file(path, label), 0, stamp[2], stamp
         except OSError:
-            return "", 0, 0
+            return "", 0, 0, (0, 0, 0, 0)
 
     with ThreadPoolExecutor(_HASH_THREADS) as pool:
         return dict(zip(paths, pool.map(digest, paths)))
 
 
 def _checked(paths: Mapping[str, Path], wanted: Mapping[str, str],
-             digests: Mapping[str, str]) -> dict[str, tuple[Path, str]] | None:
+             digests: _Digests) -> dict[str, _Checked] | None:
     """Each member's file if every one hashes to what it should; else None."""
-    if any(digests[m] != wanted[m] for m in paths):
+    if any(digests[m][0] != wanted[m] for m in paths):
         return None
-    return {m: (paths[m], wanted[m]) for m in paths}
+    return {m: _Checked(paths[m], wanted[m], digests[m][3]) for m in paths}
 
 
-def _place_all(taken: list[RuntimeFile], origins: Mapping[str, tuple[Path, str]],
+def _place_all(taken: list[RuntimeFile], origins: Mapping[str, _Checked],
                runtime_dir: Path, runtime_relpath: str, copy: bool, result: Reuse) -> None:
-    for runtime_file in taken:
-        origin, sha256 = origins[runtime_file.member]
-        target = runtime_dir / runtime_file.name
-        if place(origin, target, copy):
-            result.linked += 1
-        else:
-            result.copied += 1
-        result.staged.append(StagedFile(file=runtime_file, path=target,
-                                        relpath=f"{runtime_relpath}/{runtime_file.name}",
-                                        size=target.stat().st_size, sha256=sha256))
+    """All of a source's files, or none: if one is gone (ObjectGone), the ones placed
+    before it are removed again and `result` is left as it was."""
+    placed: list[StagedFile] = []
+    linked = 0
+    try:
+        for runtime_file in taken:
+            origin = origins[runtime_file.member]
+            target = runtime_dir / runtime_file.name
+            linked += place(origin.path, target, copy, origin.stamp)
+            placed.append(StagedFile(file=runtime_file, path=target,
+                                     relpath=f"{runtime_relpath}/{runtime_file.name}",
+                                     size=target.stat().st_size, sha256=origin.sha256))
+    except ObjectGone:
+        for item in placed:
+            item.path.unlink(missing_ok=True)
+        raise
+    result.staged.extend(placed)
+    result.linked += linked
+    result.copied += len(placed) - linked
 
 
 def fill_store(store: Store, sources: Mapping[str, Source], staged: list[StagedFile],

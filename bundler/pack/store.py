@@ -251,17 +251,44 @@ def _refuse_shared(root: Path) -> None:
                          "own")
 
 
-def place(origin: Path, target: Path, copy: bool) -> bool:
+class ObjectGone(Exception):
+    """The file checked at a path is no longer the one there when it is placed: another
+    pack's eviction, `bundler cache prune` or the size cap removed it in between. The
+    store is a cache: the caller reads the input instead."""
+
+
+FileStamp = tuple[int, int, int, int]   # device, file id, size, modification time (ns)
+
+
+def file_stamp(facts: os.stat_result) -> FileStamp:
+    """Which file a path names: a file removed and added again, or replaced, differs."""
+    return facts.st_dev, facts.st_ino, facts.st_size, facts.st_mtime_ns
+
+
+def place(origin: Path, target: Path, copy: bool, stamp: FileStamp) -> bool:
     """Put `origin`'s bytes at `target`: a hard link unless `copy` (or the two are on
-    different volumes, or the file system has no links). True if linked."""
+    different volumes, or the file system has no links). True if linked. `stamp` is the
+    file `origin` named when it was hashed: ObjectGone if it is not the file placed (it
+    vanished or was replaced since), and nothing is left at `target`."""
     if not copy and _try_link(origin, target):
+        if file_stamp(target.stat()) != stamp:
+            target.unlink()
+            raise ObjectGone(origin)
         return True
-    try:
-        shutil.copyfile(origin, target)
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):   # the bundle's disk, not the store's
-            raise OSError(exc.errno, exc.strerror, str(target)) from None
-        raise
+    try:   # the bytes come from the file compared, whatever happens to the path meanwhile
+        handle = os.open(origin, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise ObjectGone(origin) from None
+    with open(handle, "rb") as source:
+        if file_stamp(os.fstat(source.fileno())) != stamp:
+            raise ObjectGone(origin)
+        try:
+            with open(target, "wb") as out:
+                shutil.copyfileobj(source, out, 1 << 20)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):   # the bundle's disk, not the store's
+                raise OSError(exc.errno, exc.strerror, str(target)) from None
+            raise
     return False
 
 
