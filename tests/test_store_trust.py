@@ -327,12 +327,13 @@ def test_a_full_disk_while_copying_from_the_store_names_the_bundle(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(store.objects))
 
     class FullDisk:   # only the store module's copies hit the full disk
-        copyfile = copyfileobj = staticmethod(full)
+        copyfile = staticmethod(full)
 
         def __getattr__(self, name: str) -> Any:
             return getattr(shutil, name)
 
     monkeypatch.setattr(store_module, "shutil", FullDisk())
+    monkeypatch.setattr(store_module, "_copy_open", full)   # place's copy from the store
     code, _, err = run_cli(capsys, "pack", workspace.spec, "--copy")
     assert code == 2 and "the disk is full" in err, err
     assert str(store.root) not in err.split("the disk is full")[0], err

@@ -26,6 +26,7 @@ import hashlib
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -284,12 +285,31 @@ def place(origin: Path, target: Path, copy: bool, stamp: FileStamp) -> bool:
             raise ObjectGone(origin)
         try:
             with open(target, "wb") as out:
-                shutil.copyfileobj(source, out, 1 << 20)
+                _copy_open(source.fileno(), out.fileno())
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):   # the bundle's disk, not the store's
                 raise OSError(exc.errno, exc.strerror, str(target)) from None
             raise
     return False
+
+
+def _copy_open(source: int, out: int) -> None:
+    """Copy one open file into another: in the kernel where it can (sendfile, as
+    shutil.copyfile does on Linux: about 3x faster than through Python), else in 1 MiB
+    chunks."""
+    sent = 0
+    if sys.platform == "linux":
+        try:
+            while chunk := os.sendfile(out, source, sent, 1 << 30):
+                sent += chunk
+            return
+        except OSError as exc:
+            if sent or exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise   # not "sendfile unsupported here": a real failure
+    while chunk_bytes := os.read(source, 1 << 20):
+        left = memoryview(chunk_bytes)
+        while left:
+            left = left[os.write(out, left):]
 
 
 def _try_link(origin: Path, target: Path) -> bool:
