@@ -26,7 +26,6 @@ import hashlib
 import os
 import shutil
 import stat
-import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -298,7 +297,7 @@ def _copy_open(source: int, out: int) -> None:
     shutil.copyfile does on Linux: about 3x faster than through Python), else in 1 MiB
     chunks."""
     sent = 0
-    if sys.platform == "linux":
+    if hasattr(os, "sendfile"):   # the kernel copy where the OS has one
         try:
             while chunk := os.sendfile(out, source, sent, 1 << 30):
                 sent += chunk
