@@ -12,7 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 from bundler.support.user_dirs import user_cache_dir, user_config_dir
-from tests.packing import zip_reads  # noqa: F401 - a fixture, collected by name
+from tests.packing import (  # noqa: F401 - fixtures, collected by name
+    packed_workspace,
+    standin_workspace,
+    zip_reads,
+)
 from tests.winenv.fixtures import *  # noqa: F403 - pytest collects fixtures by name
 
 pytest_plugins = ["pytester"]

@@ -174,3 +174,20 @@ def own_environ() -> dict[str, str]:
     what keeps bundler off the user's own folders (the test's store and key)."""
     keep = ("BUNDLER_STORE", "BUNDLER_STORE_KEY", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
     return {name: os.environ[name] for name in keep if name in os.environ}
+
+
+@pytest.fixture
+def standin_workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
+                      standin_framework: Path) -> Workspace:
+    """An app and spec over the session's stand-in cuDNN zip and CUDA toolkit."""
+    return make_workspace(tmp_path / "ws", standin_framework,
+                          {"cudnn": standin_zip, "cuda": standin_toolkit})
+
+
+@pytest.fixture
+def packed_workspace(standin_workspace: Workspace,
+                     capsys: pytest.CaptureFixture[str]) -> Workspace:
+    """standin_workspace, packed once (its lock and bundle written)."""
+    code, _, err = run_cli(capsys, "pack", standin_workspace.spec)
+    assert code == 0, err
+    return standin_workspace

@@ -9,17 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.packing import Workspace, make_workspace, own_copy, run_cli
+from tests.packing import Workspace, own_copy, run_cli
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
-              standin_framework: Path, capsys: pytest.CaptureFixture[str]) -> Workspace:
-    made = make_workspace(tmp_path / "ws", standin_framework,
-                          {"cudnn": standin_zip, "cuda": standin_toolkit})
-    code, _, err = run_cli(capsys, "pack", made.spec)
-    assert code == 0, err
-    return made
+def workspace(packed_workspace: Workspace) -> Workspace:
+    return packed_workspace
 
 
 def _lock_path(workspace: Workspace) -> Path:

@@ -16,18 +16,13 @@ from bundler.lockfile import Lock
 from bundler.pack.lock import check_lock
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
-from tests.packing import Workspace, make_workspace, run_cli, snapshot
+from tests.packing import Workspace, run_cli, snapshot
 from tests.winenv.build import build_dll, cudart_spec, make_toolkit
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
-              standin_framework: Path, capsys: pytest.CaptureFixture[str]) -> Workspace:
-    made = make_workspace(tmp_path / "ws", standin_framework,
-                          {"cudnn": standin_zip, "cuda": standin_toolkit})
-    code, _, err = run_cli(capsys, "pack", made.spec)
-    assert code == 0, err
-    return made
+def workspace(packed_workspace: Workspace) -> Workspace:
+    return packed_workspace
 
 
 def _lock(workspace: Workspace) -> dict:

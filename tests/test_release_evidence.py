@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bundler.pack.resolve import release_number
-from tests.packing import Workspace, make_workspace, run_cli, snapshot
+from tests.packing import Workspace, run_cli, snapshot
 from tests.winenv import require_toolchain
 from tests.winenv.build import build_runtime, make_nvidia_zip, nvidia_zip_name
 
@@ -28,13 +28,8 @@ def other_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
-              standin_framework: Path, capsys: pytest.CaptureFixture[str]) -> Workspace:
-    made = make_workspace(tmp_path / "ws", standin_framework,
-                          {"cudnn": standin_zip, "cuda": standin_toolkit})
-    code, _, err = run_cli(capsys, "pack", made.spec)
-    assert code == 0, err
-    return made
+def workspace(packed_workspace: Workspace) -> Workspace:
+    return packed_workspace
 
 
 def _zip_with(tmp_path: Path, standin_dir: Path, other_dir: Path, taken: list[str]) -> Path:

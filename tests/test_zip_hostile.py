@@ -11,15 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.packing import Workspace, make_workspace, run_cli
+from tests.packing import Workspace, run_cli
 from tests.test_linux_bundle import APP, RECIPE, _cudnn_pair
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
-              standin_framework: Path) -> Workspace:
-    return make_workspace(tmp_path / "ws", standin_framework,
-                          {"cudnn": standin_zip, "cuda": standin_toolkit})
+def workspace(standin_workspace: Workspace) -> Workspace:
+    return standin_workspace
 
 
 @pytest.mark.skipif(os.name == "nt", reason="symbolic links as POSIX makes them")

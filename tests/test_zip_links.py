@@ -8,20 +8,17 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
-from pathlib import Path
 
 import pytest
 
-from tests.packing import Workspace, make_workspace, run_cli
+from tests.packing import Workspace, run_cli
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="symbolic links as POSIX makes them")
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
-              standin_framework: Path) -> Workspace:
-    return make_workspace(tmp_path / "ws", standin_framework,
-                          {"cudnn": standin_zip, "cuda": standin_toolkit})
+def workspace(standin_workspace: Workspace) -> Workspace:
+    return standin_workspace
 
 
 def test_a_link_inside_the_app_ships_as_the_file_it_points_to_in_the_zip_too(

@@ -11,17 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.packing import Workspace, make_workspace, run_cli, snapshot
+from tests.packing import Workspace, run_cli, snapshot
 from tests.test_pack_refusals import failing_replace
 from tests.winenv import WindowsPython
 from tests.winenv.winpython import to_windows_path
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
-              standin_framework: Path) -> Workspace:
-    return make_workspace(tmp_path / "ws", standin_framework,
-                          {"cudnn": standin_zip, "cuda": standin_toolkit})
+def workspace(standin_workspace: Workspace) -> Workspace:
+    return standin_workspace
 
 
 def _sha(path: Path) -> str:

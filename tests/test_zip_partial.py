@@ -12,17 +12,15 @@ from pathlib import Path
 import pytest
 
 from bundler.support.swap_journal import zip_note_path
-from tests.packing import Workspace, make_workspace, run_cli
+from tests.packing import Workspace, run_cli
 from tests.test_crash_safety import bundler
 
 KILLED_AFTER_THE_SWAP = "swap-lock-replaced"   # the bundle and lock in place, not the zip
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
-              standin_framework: Path) -> Workspace:
-    return make_workspace(tmp_path / "ws", standin_framework,
-                          {"cudnn": standin_zip, "cuda": standin_toolkit})
+def workspace(standin_workspace: Workspace) -> Workspace:
+    return standin_workspace
 
 
 def partials(folder: Path, zip_name: str = "app.zip") -> list[str]:

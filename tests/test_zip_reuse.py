@@ -20,16 +20,14 @@ import pytest
 
 from bundler.pack import zip_output, zip_writer
 from bundler.pack.zip_streams import FOLDER
-from tests.packing import Workspace, make_workspace, run_cli
+from tests.packing import Workspace, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, standin_zip: Path, standin_toolkit: Path,
-              standin_framework: Path) -> Workspace:
-    return make_workspace(tmp_path / "ws", standin_framework,
-                          {"cudnn": standin_zip, "cuda": standin_toolkit})
+def workspace(standin_workspace: Workspace) -> Workspace:
+    return standin_workspace
 
 
 def zip_pack(capsys: pytest.CaptureFixture[str], workspace: Workspace, zipped: Path,
