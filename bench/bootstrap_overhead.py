@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.winenv import WindowsPython  # noqa: E402
+from tests.harness.winenv import WindowsPython  # noqa: E402
 
 MEASURE = '''\
 import ctypes, importlib.util, json, os, sys, time

@@ -135,10 +135,15 @@ with open(sys.argv[3], "w") as out:
 
 
 def pack_case(scratch: Path, method: int, gib: float) -> dict:
-    """`bundler pack` end to end (stand-in cuDNN zip from tests/winenv, mingw-w64 needed)
+    """`bundler pack` end to end (stand-in cuDNN zip from tests/harness/winenv, mingw-w64 needed)
     with the zip's licence member grown to `gib` GiB: it is staged like any runtime file."""
     sys.path.insert(0, str(REPO))
-    from tests.winenv.build import ZIP_LICENSE, build_runtime, make_toolkit, nvidia_zip_members
+    from tests.harness.winenv.build import (
+        ZIP_LICENSE,
+        build_runtime,
+        make_toolkit,
+        nvidia_zip_members,
+    )
     runtime = scratch / "runtime"
     if not runtime.exists():
         build_runtime(runtime)

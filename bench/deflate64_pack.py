@@ -46,7 +46,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from pack_wheels import RECIPE, warm, wheels_for  # noqa: E402
 from repack import pack  # noqa: E402
 
-from bundler.recipe import find_recipe  # noqa: E402
+from bundler.recipe.load import find_recipe  # noqa: E402
 from bundler.support import deflate  # noqa: E402
 
 DLLS = ["cudnn64_8.dll", "cudnn_adv_infer64_8.dll", "cudnn_adv_train64_8.dll",

@@ -34,16 +34,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.packing import SEED  # noqa: E402
-from tests.winenv.build import (  # noqa: E402
+from tests.harness.packing import SEED  # noqa: E402
+from tests.harness.winenv.build import (  # noqa: E402
     build_framework,
     build_runtime,
     make_nvidia_zip,
     make_toolkit,
     nvidia_zip_name,
 )
-from tests.winenv.pins import embedded_pin  # noqa: E402
-from tests.winenv.wheels import embed_sdist, numpy_wheel  # noqa: E402
+from tests.harness.winenv.pins import embedded_pin  # noqa: E402
+from tests.harness.winenv.wheels import embed_sdist, numpy_wheel  # noqa: E402
 
 NOWHERE = "http://127.0.0.1:9/simple"   # the discard port: nothing answers
 

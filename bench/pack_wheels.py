@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bundler.pack.sources.fetch import cache_root, cached, fetch  # noqa: E402
-from bundler.recipe import Recipe, find_recipe  # noqa: E402
+from bundler.recipe.load import Recipe, find_recipe  # noqa: E402
 
 RECIPE = "cudnn-8.9.4.25-cuda11-win-x64"
 

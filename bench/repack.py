@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from pack_wheels import _CHILD, RECIPE, time_unzip, warm, wheels_for, write_spec  # noqa: E402
 
-from bundler.recipe import find_recipe  # noqa: E402
+from bundler.recipe.load import find_recipe  # noqa: E402
 from bundler.support import deflate  # noqa: E402
 
 

@@ -24,10 +24,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bundler.manifest import SIGNATURE_VERIFIED  # noqa: E402
+from bundler.formats.manifest import SIGNATURE_VERIFIED  # noqa: E402
 from bundler.pack.pipeline import pack  # noqa: E402
 from bundler.pack.spec import load_spec  # noqa: E402
-from bundler.recipe import find_recipe  # noqa: E402
+from bundler.recipe.load import find_recipe  # noqa: E402
 from bundler.windows.authenticode import check_signature  # noqa: E402
 
 RECIPE = "cudnn-8.9.4.25-cuda11-win-x64"

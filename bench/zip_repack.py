@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from pack_wheels import _CHILD, RECIPE, warm, wheels_for, write_spec  # noqa: E402
 
-from bundler.recipe import find_recipe  # noqa: E402
+from bundler.recipe.load import find_recipe  # noqa: E402
 
 
 def timed(command: list[str], env: dict[str, str] | None = None) -> float:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from bundler import __version__
 from bundler.commands import cmd_cache, cmd_doctor, cmd_inspect, cmd_pack, cmd_recipes, cmd_verify
 from bundler.errors import EXIT_INTERNAL, EXIT_OK, BundlerError
-from bundler.init_command import add_init_parser
+from bundler.init.command import add_init_parser
 from bundler.support.toml_tables import shown
 
 

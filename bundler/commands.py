@@ -23,23 +23,23 @@ from bundler.errors import (
     RecipeError,
     RefusedError,
 )
-from bundler.lockfile import Lock, read_lock
-from bundler.manifest import (
+from bundler.formats.lockfile import Lock, read_lock
+from bundler.formats.manifest import (
     SIGNATURE_ALLOWED_UNSIGNED,
     SIGNATURE_VERIFIED,
     FileEntry,
     FoundManifest,
 )
+from bundler.formats.swap_journal import journaled_targets, recover_beside
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.signatures import ladder
 from bundler.pack.spec import load_spec
-from bundler.pack.store import DISABLED, STORE_VARIABLE, open_store
-from bundler.pack.store_upkeep import MAX_VARIABLE, StoreReport, examine, prune, size_cap
-from bundler.recipe import Recipe, find_recipe, shipped_recipes
-from bundler.recipe_selection import completions
+from bundler.pack.store.store import DISABLED, STORE_VARIABLE, open_store
+from bundler.pack.store.upkeep import MAX_VARIABLE, StoreReport, examine, prune, size_cap
+from bundler.recipe.load import Recipe, find_recipe, shipped_recipes
+from bundler.recipe.selection import completions
 from bundler.releases.catalogue import Release, family_counts, find_release, matching_releases
 from bundler.support.progress import silenced
-from bundler.support.swap_journal import journaled_targets, recover_beside
 from bundler.support.text_tables import human_size as _size
 
 

@@ -1,1 +1,1 @@
-"""bundler's tests (a package so helpers import as `tests.winenv`)."""
+"""bundler's tests (a package so helpers import as `tests.harness.winenv`)."""

@@ -1,4 +1,4 @@
-"""Shared fixtures: the Windows harness (tests/winenv) and packing helpers.
+"""Shared fixtures: the Windows harness (tests/harness/winenv) and packing helpers.
 
 With BUNDLER_REQUIRE_WINE=1 (CI) a skipped test is a failure, whatever skipped it
 (Wine, mingw, ruff, mypy ...), except an opt-in test (its reason starts "opt-in:").
@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import pytest
 
 from bundler.support.user_dirs import user_cache_dir, user_config_dir
-from tests.packing import (  # noqa: F401 - fixtures, collected by name
+from tests.harness.packing import (  # noqa: F401 - fixtures, collected by name
     packed_workspace,
     standin_workspace,
     zip_reads,
 )
-from tests.winenv.fixtures import *  # noqa: F403 - pytest collects fixtures by name
+from tests.harness.winenv.fixtures import *  # noqa: F403 - pytest collects fixtures by name
 
 pytest_plugins = ["pytester"]
 

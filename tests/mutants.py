@@ -29,33 +29,34 @@ BOOTSTRAP = "bundler/runtime/bootstrap.py"
 BOOT_WINDOWS = "bundler/runtime/bootstrap_windows.py"   # the loaders pack puts into it
 BOOT_LINUX = "bundler/runtime/bootstrap_linux.py"
 PROCESS_CHECK = "bundler/diagnose/process_check.py"
-PROCESS_TESTS = ("tests/test_linux_process_truth.py",)
+PROCESS_TESTS = ("tests/linux/test_linux_process_truth.py",)
 BUNDLE_CHECKS = "bundler/diagnose/doctor/bundle_checks.py"
-BOOTSTRAP_TESTS = ("tests/test_bootstrap_mechanisms.py", "tests/test_pack_windows.py",
-                   "tests/test_doctor_wine.py")
-DOCTOR_TESTS = ("tests/test_bootstrap_mechanisms.py", "tests/test_doctor_wine.py",
-                "tests/test_doctor_logic.py")
+BOOTSTRAP_TESTS = ("tests/wine/test_bootstrap_mechanisms.py", "tests/wine/test_pack_windows.py",
+                   "tests/wine/test_doctor_wine.py")
+DOCTOR_TESTS = ("tests/wine/test_bootstrap_mechanisms.py", "tests/wine/test_doctor_wine.py",
+                "tests/unit/test_doctor_logic.py")
 LOCK = "bundler/pack/lock.py"
-ZIP = "bundler/pack/zip_output.py"
-LOCK_TESTS = ("tests/test_lock_conventions.py",)
+ZIP = "bundler/pack/zip/output.py"
+LOCK_TESTS = ("tests/integration/test_lock_conventions.py",)
 EMBED = "bundler/pack/builders/embedded_python.py"
-EMBED_TESTS = ("tests/test_embedded_python.py", "tests/test_embedded_python_wine.py")
-EMBED_VERIFY_TESTS = ("tests/test_embedded_python_verify.py",)
+EMBED_TESTS = ("tests/integration/test_embedded_python.py",
+               "tests/wine/test_embedded_python_wine.py")
+EMBED_VERIFY_TESTS = ("tests/integration/test_embedded_python_verify.py",)
 RELOCK = "bundler/pack/wheel_lock.py"
-RELOCK_TESTS = ("tests/test_embedded_python_relock.py",)
-ZIP_TESTS = ("tests/test_zip_output.py",)
-ZIP_WRITER = "bundler/pack/zip_writer.py"
-ZIP_STREAMS = "bundler/pack/zip_streams.py"
-ZIP_REUSE_TESTS = ("tests/test_zip_reuse.py",)
-INIT_TESTS = ("tests/test_init.py",)
-FACTS = "bundler/framework_facts.py"
-NAMES = "bundler/loaded_names.py"
-FACTS_TESTS = ("tests/test_framework_facts.py",)
-INIT_FITS_TESTS = ("tests/test_init_fits.py",)
-REFUSAL_HINT_TESTS = ("tests/test_refusal_hints.py",)
-LINUX_RELEASE_TESTS = ("tests/test_linux_releases.py",)
-GLIBC_TESTS = ("tests/test_linux_glibc.py",)
-LINUX_DOCTOR_TESTS = ("tests/test_linux_doctor.py",)
+RELOCK_TESTS = ("tests/integration/test_embedded_python_relock.py",)
+ZIP_TESTS = ("tests/integration/test_zip_output.py",)
+ZIP_WRITER = "bundler/pack/zip/writer.py"
+ZIP_STREAMS = "bundler/pack/store/zip_streams.py"
+ZIP_REUSE_TESTS = ("tests/integration/test_zip_reuse.py",)
+INIT_TESTS = ("tests/integration/test_init.py",)
+FACTS = "bundler/frameworks/facts.py"
+NAMES = "bundler/frameworks/loaded_names.py"
+FACTS_TESTS = ("tests/integration/test_framework_facts.py",)
+INIT_FITS_TESTS = ("tests/integration/test_init_fits.py",)
+REFUSAL_HINT_TESTS = ("tests/integration/test_refusal_hints.py",)
+LINUX_RELEASE_TESTS = ("tests/linux/test_linux_releases.py",)
+GLIBC_TESTS = ("tests/linux/test_linux_glibc.py",)
+LINUX_DOCTOR_TESTS = ("tests/linux/test_linux_doctor.py",)
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,11 @@ MUTANTS = (
     Mutant("cuda11-nvjpeg-by-default", "the CUDA 11 cuDNN 8.9.4 recipe ships nvJPEG to "
            "every app", "recipes/cudnn-8.9.4.25-cuda11-win-x64.toml",
            "[components.nvjpeg]\ndefault = false\n", "[components.nvjpeg]\ndefault = true\n",
-           ("tests/test_app_scan.py",)),
+           ("tests/integration/test_app_scan.py",)),
     Mutant("cuda11-set-nvjpeg-by-default", "the CUDA 11 runtime set ships nvJPEG to every "
            "app", "recipes/families/cuda11-win-x64.toml",
            "[components.nvjpeg]\ndefault = false\n", "[components.nvjpeg]\ndefault = true\n",
-           ("tests/test_releases.py", "tests/test_linux_releases.py")),
+           ("tests/integration/test_releases.py", "tests/linux/test_linux_releases.py")),
     Mutant("launcher-drops-arguments", "embedded-python: the .cmd does not pass %*", EMBED,
            '"%~dp0{script}" %*\'', '"%~dp0{script}"\'', EMBED_TESTS),
     Mutant("pth-without-the-app", "embedded-python: the ._pth leaves the app folder out",
@@ -159,11 +160,11 @@ MUTANTS = (
     Mutant("wheel-data-misplaced", "embedded-python: a wheel's .data/purelib files land "
            "under the .data folder, not in site-packages", "bundler/pack/builders/wheel_install.py",
            '"purelib": rest, "platlib": rest,', '"purelib": f"{data}/purelib/{rest}", '
-           '"platlib": rest,', ("tests/test_wheel_install.py",)),
+           '"platlib": rest,', ("tests/unit/test_wheel_install.py",)),
     Mutant("wheel-escapes-site-packages", "embedded-python: a wheel member with '..' is "
            "written outside site-packages", "bundler/pack/builders/wheel_install.py",
            'if path.is_absolute() or ".." in path.parts or', "if False and",
-           ("tests/test_wheel_install.py",)),
+           ("tests/unit/test_wheel_install.py",)),
     Mutant("no-add-dll-directory", "os.add_dll_directory is not called", BOOT_WINDOWS,
            "_dll_directory = os.add_dll_directory(runtime_folder())", "pass",
            BOOTSTRAP_TESTS),
@@ -176,7 +177,7 @@ MUTANTS = (
     Mutant("linux-alphabetical", "Linux: preload in name order, not the manifest's load_order",
            BOOT_LINUX, 'for relpath in manifest.get("load_order", []):\n        path = ',
            'for relpath in sorted(manifest.get("load_order", [])):\n        path = ',
-           ("tests/test_linux_bundle.py", "tests/test_linux_bootstrap_stops.py")),
+           ("tests/linux/test_linux_bundle.py", "tests/linux/test_linux_bootstrap_stops.py")),
     Mutant("no-same-name-check", "a same-named DLL already loaded is not refused",
            BOOT_WINDOWS,
            "if existing and not same_file(existing, path):", "if False:", BOOTSTRAP_TESTS),
@@ -196,46 +197,47 @@ MUTANTS = (
            "elif found.status == UNSIGNED and item.file.signature_optional \\\n"
            "                and vouched.get(item.file.source):",
            "elif found.status == UNSIGNED and item.file.signature_optional:",
-           ("tests/test_trust_ladder.py",)),
+           ("tests/integration/test_trust_ladder.py",)),
     Mutant("known-hashes-without-the-catalogue", "an archive's known sha256 is the recipe "
            "pin alone, not NVIDIA's archive as the catalogue records it",
            "bundler/pack/signatures.py",
            'release = find_release(recipe.name) if spec.kind == "archive" else None',
-           "release = None", ("tests/test_trust_ladder.py",)),
+           "release = None", ("tests/integration/test_trust_ladder.py",)),
     Mutant("trust-line-is-the-recipes-text", "the summary's input line is the recipe's "
            "static text, not what the pack checked", "bundler/pack/signatures.py",
            "    own = [entry for entry in files if entry.source == sid]\n",
-           "    return recipe.sources[sid].trust\n", ("tests/test_trust_ladder.py",)),
+           "    return recipe.sources[sid].trust\n", ("tests/integration/test_trust_ladder.py",)),
     Mutant("manifest-without-inputs", "the manifest does not record how each input was "
            "vouched for", "bundler/pack/emit.py",
            "require_driver=require_driver, built=built,\n"
            "        inputs=tuple(InputTrust(sid, text) for sid, text in "
            "sorted(resolved.trust.items())))",
-           "require_driver=require_driver, built=built)", ("tests/test_trust_ladder.py",)),
+           "require_driver=require_driver, built=built)",
+            ("tests/integration/test_trust_ladder.py",)),
     Mutant("release-number-only-where-named", "cudnnGetVersion is compared only in the DLL "
            "the recipe names (the shim's is not read)", "bundler/pack/resolve.py",
            "elif number is not None and number != wanted:",
            "elif number is not None and number != wanted and file.cudnn_get_version:",
-           ("tests/test_release_evidence.py",)),
+           ("tests/integration/test_release_evidence.py",)),
     Mutant("file-version-release-ignored", "a FileVersion naming another cuDNN release is "
            "not compared", "bundler/pack/resolve.py",
            "if said and not file.version and _is_cudnn(recipe.target, name) and",
            "if False and said and not file.version and _is_cudnn(recipe.target, name) and",
-           ("tests/test_release_evidence.py",)),
+           ("tests/integration/test_release_evidence.py",)),
     Mutant("recipes-shows-static-trust", "bundler recipes shows the recipe's static trust "
            "text, not the ladder a pack applies", "bundler/commands.py",
            "f\"{ladder(recipe, source.id)}\")", "f\"{source.trust}\")",
-           ("tests/test_trust_ladder.py",)),
+           ("tests/integration/test_trust_ladder.py",)),
     Mutant("lock-pins-no-manifest", "verify --lock ignores the lock's manifest and entry pins",
            "bundler/diagnose/verify.py", "    _check_locked_bundle(found, lock, report, hashes)\n",
-           "", ("tests/test_lock_bundle.py",)),
+           "", ("tests/integration/test_lock_bundle.py",)),
     Mutant("lock-records-no-bundle", "the pack writes no manifest/entry pins into the lock",
            "bundler/pack/pipeline.py", "components=[c.name for c in selection.components], "
            "bundle=bundle)", "components=[c.name for c in selection.components])",
-           ("tests/test_lock_bundle.py",)),
+           ("tests/integration/test_lock_bundle.py",)),
     Mutant("locked-lets-an-app-edit-by", "--locked writes a lock whose entry pin moved", LOCK,
            "if changes or by_spec or outputs:", "if changes or by_spec:",
-           ("tests/test_lock_bundle.py",)),
+           ("tests/integration/test_lock_bundle.py",)),
     Mutant("lock-ignores-the-spec", "a spec change is refused like a changed input", LOCK,
            "refused = _input_changes(old, new, file_sources or {}) if by_spec else changes",
            "refused = changes", LOCK_TESTS),
@@ -246,8 +248,8 @@ MUTANTS = (
            "        if changes or by_spec or outputs:\n", "        if False:\n", LOCK_TESTS),
     Mutant("spec-change-swaps-archive", "a spec change lets a replaced archive in",
            LOCK, '_FILE_PINNED = ("archive", "wheel")', "_FILE_PINNED = ()",
-           ("tests/test_lock_source_pins.py",)),
-    Mutant("no-format-1", "a format-1 lock is refused", "bundler/lockfile.py",
+           ("tests/integration/test_lock_source_pins.py",)),
+    Mutant("no-format-1", "a format-1 lock is refused", "bundler/formats/lockfile.py",
            "READ_FORMATS = (1, 2)", "READ_FORMATS = (2,)", LOCK_TESTS),
     Mutant("zip-of-this-moment", "zip members carry the current time", ZIP_WRITER,
            "_DOS_DATE = (0 << 9) | (1 << 5) | 1",
@@ -255,7 +257,7 @@ MUTANTS = (
            ZIP_TESTS),
     Mutant("zip-replaces-any-zip", "--zip replaces a zip bundler did not write", ZIP,
            "if path.exists() and not _written_by_bundler(path, target.name):", "if False:",
-           ("tests/test_zip_paths.py",)),
+           ("tests/integration/test_zip_paths.py",)),
     Mutant("zip-in-walk-order", "zip members in the order the folder lists them", ZIP,
            "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
     Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
@@ -266,10 +268,11 @@ MUTANTS = (
            "                zipped.publish()\n", ZIP_TESTS),
     Mutant("zip-shipped-by-the-next-pack", "the folder builder copies a bundle's zip",
            "bundler/pack/builders/folder.py", "elif is_bundle_zip(folder / name):",
-           "elif False:", ("tests/test_zip_paths.py",)),
+           "elif False:", ("tests/integration/test_zip_paths.py",)),
     Mutant("zip-modes-of-this-machine", "a Windows bundle's zip takes this machine's modes",
            ZIP, "return path.suffix.lower() in _WINDOWS_EXECUTABLE",
-           "return bool(path.stat().st_mode & stat.S_IXUSR)", ("tests/test_zip_paths.py",)),
+           "return bool(path.stat().st_mode & stat.S_IXUSR)",
+            ("tests/integration/test_zip_paths.py",)),
     Mutant("embedded-python-unlisted", "embedded-python: python/ and the launcher are not "
            "in the manifest", EMBED, "made=(PYTHON_DIR, launcher.name), left_out=left_out,",
            "left_out=left_out,", EMBED_VERIFY_TESTS),
@@ -280,10 +283,10 @@ MUTANTS = (
            "contents", LOCK, 'if requirements is not None and requirements.is_file() and '
            '"app" in record:', "if False:", EMBED_VERIFY_TESTS),
     Mutant("zip-partials-kept", "--zip: a killed pack's temporary zip is never removed", ZIP,
-           "    remove_stale_partials(path)\n", "", ("tests/test_zip_partial.py",)),
+           "    remove_stale_partials(path)\n", "", ("tests/integration/test_zip_partial.py",)),
     Mutant("zip-partial-shipped", "--zip: a killed pack's temporary zip is app content",
            ZIP, "    if _PARTIAL.fullmatch(path.name):\n", "    if False:\n",
-           ("tests/test_zip_partial.py",)),
+           ("tests/integration/test_zip_partial.py",)),
     # Issue 30 item 2: --zip reuses work.
     Mutant("zip-streams-not-reused", "--zip: every member is compressed again", ZIP_WRITER,
            "return self._streams.find(content, member.size), content",
@@ -311,79 +314,79 @@ MUTANTS = (
     Mutant("zip-killed-zip-needs-zip", "a killed --zip's temporary zip is removed only by a "
            "pack of that zip", "bundler/pack/pipeline.py",
            "            remove_killed_zip(target)   # a killed --zip's, whether this pack zips "
-           "or not\n", "", ("tests/test_zip_partial.py",)),
+           "or not\n", "", ("tests/integration/test_zip_partial.py",)),
     Mutant("zip-spec-key-ignored", "--zip: the spec's app.zip is not written",
            "bundler/pack/pipeline.py", "zip_to = zip_to or spec.zip", "zip_to = zip_to",
-           ("tests/test_zip_partial.py",)),
+           ("tests/integration/test_zip_partial.py",)),
     Mutant("init-no-entry-guess", "init: main.py, __main__.py, app.py are not looked for",
-           "bundler/init_writer.py", "named = [by_name[n] for n in ENTRY_NAMES if n in by_name]",
+           "bundler/init/writer.py", "named = [by_name[n] for n in ENTRY_NAMES if n in by_name]",
            "named: list[str] = []", INIT_TESTS),
     Mutant("init-always-default", "init: the default recipe whatever the app needs",
-           "bundler/init_choice.py", "    if not names and not constraining and not any(",
+           "bundler/init/choice.py", "    if not names and not constraining and not any(",
            "    if True or not any(", INIT_TESTS),
     Mutant("init-no-why", "init: the components without the lines saying why",
-           "bundler/init_writer.py",
+           "bundler/init/writer.py",
            'lines.append(f"    # {component}: {comment_text(reason)}")', "pass", INIT_TESTS),
     Mutant("init-overwrites", "init: an existing spec is not refused first",
-           "bundler/init_command.py", "if spec.exists() or spec.is_symlink():", "if False:",
+           "bundler/init/command.py", "if spec.exists() or spec.is_symlink():", "if False:",
            INIT_TESTS),
     Mutant("init-finds-nothing", "init: no input is looked for beside the app",
-           "bundler/init_inputs.py", "found = _match(spec, nearby, inside=True)",
+           "bundler/init/inputs.py", "found = _match(spec, nearby, inside=True)",
            "found = None", INIT_TESTS),
     Mutant("init-not-beside-the-spec", "init: the folders beside the spec's are not searched",
-           "bundler/init_inputs.py", "if spec_folder.parent != spec_folder:", "if False:",
+           "bundler/init/inputs.py", "if spec_folder.parent != spec_folder:", "if False:",
            INIT_TESTS),
     Mutant("init-recipe-not-from-inputs", "init: the release of an input found here is not "
-           "chosen", "bundler/init_choice.py", "        if fitting:\n", "        if False:\n",
+           "chosen", "bundler/init/choice.py", "        if fitting:\n", "        if False:\n",
            INIT_TESTS),
     Mutant("init-scripts-unread", "init: the DLLs the app's scripts name are not read",
-           "bundler/init_choice.py",
+           "bundler/init/choice.py",
            'if name.lower().startswith("cudnn") or facts.cuda_majors_of(name):', "if False:",
            INIT_TESTS),
     Mutant("init-frameworks-ignored", "init: the frameworks' figures do not narrow the "
-           "releases", "bundler/init_choice.py",
+           "releases", "bundler/init/choice.py",
            "if all(fits(f, r.cuda, r.cudnn) is None for f in frameworks)]", "if True]",
            INIT_FITS_TESTS),
     Mutant("init-login-zip-first", "init: a login-only zip is not put after PyPI wheels",
-           "bundler/init_choice.py", "key=lambda r: (r.name in have, _fetchable(r))",
+           "bundler/init/choice.py", "key=lambda r: (r.name in have, _fetchable(r))",
            "key=lambda r: r.name in have", INIT_FITS_TESTS),
     Mutant("cuda-name-unread", "a build's name (cupy-cuda101) says no CUDA",
-           "bundler/framework_facts.py",
+           "bundler/frameworks/facts.py",
            "    found = _CUDA_IN_NAME.match(normalize(distribution))\n",
            "    found = None\n", INIT_FITS_TESTS),
     Mutant("init-outside-toolkit-first", "init: a toolkit beside the project counts as "
-           "the project's", "bundler/init_inputs.py",
+           "the project's", "bundler/init/inputs.py",
            "if nearby.outside(folder) != inside\n", "if True\n", INIT_FITS_TESTS),
     Mutant("init-outside-zip-quiet", "init: a zip beside the project counts as the "
-           "project's", "bundler/init_inputs.py",
+           "project's", "bundler/init/inputs.py",
            "            if nearby.outside(path) == inside:\n                continue\n", "",
            INIT_FITS_TESTS),
     Mutant("init-outside-chooses-release", "init: a release's zip beside the project "
-           "chooses the release", "bundler/init_inputs.py",
+           "chooses the release", "bundler/init/inputs.py",
            "if path.name.lower() in by_file and not found.outside(path)]",
            "if path.name.lower() in by_file]", INIT_FITS_TESTS),
     Mutant("init-comments-unescaped", "init: a file name is written raw into a comment",
-           "bundler/init_writer.py", 'return "".join(c if c.isprintable() else',
+           "bundler/init/writer.py", 'return "".join(c if c.isprintable() else',
            'return text or "".join(c if c.isprintable() else', INIT_FITS_TESTS),
     Mutant("init-scans-git", "init: needs and copies under .git count",
-           "bundler/init_choice.py", '    return _VCS in path.split("/")',
+           "bundler/init/choice.py", '    return _VCS in path.split("/")',
            "    return False", INIT_FITS_TESTS),
     Mutant("init-unreadable-unsaid", "init: a build-info file pack cannot read is not "
-           "said", "bundler/init_choice.py",
+           "said", "bundler/init/choice.py",
            '"refuses it: reinstall it" for f in frameworks if f.unreadable)',
            '"refuses it: reinstall it" for f in frameworks if False)', INIT_FITS_TESTS),
     Mutant("init-path-not-checked", "init: a non-UTF-8 path goes into the spec (exit 3)",
-           "bundler/init_writer.py", '        text.encode("utf-8")\n',
+           "bundler/init/writer.py", '        text.encode("utf-8")\n',
            '        text.encode("utf-8", "surrogateescape")\n', INIT_FITS_TESTS),
     Mutant("init-requirements-unread", "init: requirements.txt pins name no framework",
-           "bundler/init_requirements.py", "if row is not None or named_cuda:",
+           "bundler/init/requirements.py", "if row is not None or named_cuda:",
            "if False:", INIT_FITS_TESTS),
     Mutant("init-never-embedded", "init: never the embedded-python builder",
-           "bundler/init_command.py",
+           "bundler/init/command.py",
            'if asked == "folder" or (asked is None and requirements is None):', "if True:",
            INIT_FITS_TESTS),
     Mutant("init-no-allow-unsigned-line", "init: no commented allow_unsigned for a zip by "
-           "path", "bundler/init_writer.py", """return [*lines, '# allow_unsigned""",
+           "path", "bundler/init/writer.py", """return [*lines, '# allow_unsigned""",
            """return [] and [*lines, '# allow_unsigned""", INIT_TESTS),
     Mutant("hint-any-cuda-recipe", "a refusal names a shipped recipe of another CUDA",
            "bundler/pack/app_needs.py", "             and _of_cuda(r.cuda, app_cuda)\n", "",
@@ -399,7 +402,7 @@ MUTANTS = (
            "bundler/releases/families.py", "return target.library_file(stem, version)",
            "return file", LINUX_RELEASE_TESTS),
     Mutant("no-linux-rows", "the generator has no manylinux row for cuDNN cu12",
-           "bundler/releases/generate.py",
+           "tools/generate_catalogue.py",
            '    Family("nvidia-cudnn-cu12", _MANYLINUX, "nvidia/cudnn/lib", _SO),\n', "",
            LINUX_RELEASE_TESTS),
     Mutant("glibc-not-read", "the ELF reader does not read .gnu.version_r",
@@ -414,19 +417,20 @@ MUTANTS = (
     Mutant("linux-mapped-elsewhere-ignored", "the Linux bootstrap does not refuse a library "
            "already loaded from elsewhere", BOOT_LINUX,
            "if existing and not same_library_file(existing, path):", "if False:",
-           ("tests/test_linux_bootstrap_stops.py", "tests/test_linux_process_truth.py")),
+           ("tests/linux/test_linux_bootstrap_stops.py",
+           "tests/linux/test_linux_process_truth.py")),
     Mutant("linux-copy-by-file-name", "the Linux bootstrap knows a loaded copy by its file "
            "name in /proc/self/maps, not by SONAME (the check before issue 27)", BOOT_LINUX,
            "    existing = loaded_as(name)\n",
            "    existing = _mapped_libraries().get(name, '')\n",
-           ("tests/test_linux_process_truth.py",)),
+           ("tests/linux/test_linux_process_truth.py",)),
     Mutant("linux-soname-unread", "the Linux bootstrap checks a loaded file by its file "
            "name only, not by the SONAME it declares", BOOT_LINUX,
            "_refuse_other(_soname(handle._handle) or os.path.basename(relpath), path)",
            "_refuse_other(os.path.basename(relpath), path)", PROCESS_TESTS),
     Mutant("linux-identity-by-path", "the Linux bootstrap compares paths, not st_dev/st_ino",
            BOOT_LINUX, "return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)",
-           "return a == b", ("tests/test_linux_process_truth.py",)),
+           "return a == b", ("tests/linux/test_linux_process_truth.py",)),
     Mutant("import-only-runs-the-app", "verify --run's import-only switch lets the app run",
            BOOTSTRAP, "        _write_process_report(folder)\n        raise SystemExit(0)\n",
            "        _write_process_report(folder)\n", PROCESS_TESTS),
@@ -441,7 +445,7 @@ MUTANTS = (
            "for m in seen if False]", PROCESS_TESTS),
     Mutant("windows-modules-unlisted", "the Windows bootstrap lists no module for verify "
            "--run", BOOT_WINDOWS, '"modules": _module_paths}', '"modules": list}',
-           ("tests/test_process_truth_wine.py",)),
+           ("tests/wine/test_process_truth_wine.py",)),
     Mutant("run-ok-without-a-process", "verify --run: ok when no process reported",
            PROCESS_CHECK, "return bool(self.processes) and not (", "return not (",
            PROCESS_TESTS),
@@ -449,64 +453,65 @@ MUTANTS = (
            "driver", BOOT_LINUX,
            "        raise BundledRuntimeError(problem)\n    _check_driver()\n",
            "        raise BundledRuntimeError(problem)\n",
-           ("tests/test_linux_bootstrap_stops.py",)),
+           ("tests/linux/test_linux_bootstrap_stops.py",)),
     Mutant("linux-bundle-load-unexplained", "doctor APPDIR says nothing of how a Linux "
            "bundle loads", BUNDLE_CHECKS, "    if linux:\n        findings += linux_load",
-           "    if False:\n        findings += linux_load", ("tests/test_linux_doctor_bundle.py",)),
+           "    if False:\n        findings += linux_load",
+            ("tests/linux/test_linux_doctor_bundle.py",)),
     Mutant("linux-frameworks-unjudged", "machine doctor on Linux says nothing of frameworks",
            "bundler/diagnose/doctor/linux_machine.py",
            "findings += [f for fw in frameworks for f in _framework_findings(fw, found)]",
-           "findings += []", ("tests/test_linux_doctor_machine.py",)),
+           "findings += []", ("tests/linux/test_linux_doctor_machine.py",)),
     Mutant("linux-layouts-unknown", "a Linux input's layout is read as a Windows one",
            "bundler/releases/channels.py", "if not target.case_insensitive:   # Linux",
-           "if False:   # Linux", ("tests/test_linux_installed_wheels.py",)),
+           "if False:   # Linux", ("tests/linux/test_linux_installed_wheels.py",)),
     # Messages (issue 17): each refusal short and to the point, each gap said.
     Mutant("refusal-repeats", "a refusal's lists repeat their items",
            "bundler/support/suggest.py", "unique = list(dict.fromkeys(items))",
-           "unique = list(items)", ("tests/test_app_scan.py",)),
+           "unique = list(items)", ("tests/integration/test_app_scan.py",)),
     Mutant("suggestion-per-dll", "a refusal suggests a recipe per DLL, not one for all",
            "bundler/pack/app_needs.py", 'uses = [f"use {whole[0]}"] if whole else',
-           "uses = [] if whole else", ("tests/test_app_scan.py",)),
+           "uses = [] if whole else", ("tests/integration/test_app_scan.py",)),
     Mutant("unprovided-unsaid", "pack says nothing of imports nothing provides",
            "bundler/pack/app_needs.py", "_unprovided(recipe, scan) if scan is not None else (),",
-           "(),", ("tests/test_app_scan.py",)),
+           "(),", ("tests/integration/test_app_scan.py",)),
     Mutant("entry-checked-late", "a typo in app.entry is found in the staging copy",
            "bundler/pack/pipeline.py", "    check_entry(spec)   # a typo", "    pass  # a typo",
-           ("tests/test_pack_refusals.py",)),
+           ("tests/integration/test_pack_refusals.py",)),
     Mutant("empty-dist-left", "a failed first pack leaves the dist/ it made",
            "bundler/pack/output.py", "        _remove_if_empty(made)", "        pass",
-           ("tests/test_pack_refusals.py",)),
+           ("tests/integration/test_pack_refusals.py",)),
     Mutant("wheel-missing-as-misnamed", "a missing source is judged by its name first",
            "bundler/pack/sources/wheel_source.py", "if not location.exists():", "if False:",
-           ("tests/test_wheel.py",)),
+           ("tests/integration/test_wheel.py",)),
     Mutant("no-component-guess", "an unknown component gets no 'did you mean'",
-           "bundler/recipe_selection.py", 'f"{did_you_mean(name, recipe.components, 0.6)}",',
+           "bundler/recipe/selection.py", 'f"{did_you_mean(name, recipe.components, 0.6)}",',
            '"",',
-           ("tests/test_cli.py",)),
+           ("tests/integration/test_cli.py",)),
     Mutant("doctor-checks-one", "doctor of a folder of bundles checks the first only",
            "bundler/commands.py", "for found in _bundles(folder, lock)]",
-           "for found in _bundles(folder, lock)[:1]]", ("tests/test_tamper.py",)),
+           "for found in _bundles(folder, lock)[:1]]", ("tests/integration/test_tamper.py",)),
     Mutant("antivirus-for-any-file", "verify blames an antivirus for any changed file",
            "bundler/diagnose/verify.py", "if any(_LIBRARY.search(name) for name in names):",
-           "if True:", ("tests/test_tamper.py",)),
+           "if True:", ("tests/integration/test_tamper.py",)),
     Mutant("bootstrap-traceback", "the app's start-up failure prints a traceback",
            BOOTSTRAP, "        sys.excepthook = _stop_quietly(sys.excepthook)\n",
-           "        pass\n", ("tests/test_linux_bootstrap_stops.py",
-                               "tests/test_bootstrap_damage_wine.py")),
+           "        pass\n", ("tests/linux/test_linux_bootstrap_stops.py",
+                               "tests/wine/test_bootstrap_damage_wine.py")),
     Mutant("signature-check-rereads", "pack hands signify no streamed Authenticode digest",
            "bundler/pack/signatures.py",
            "return make(size) if make and self._recipe.trust_for(file) is not None else None",
-           "return None", ("tests/test_authentihash.py",)),
+           "return None", ("tests/integration/test_authentihash.py",)),
     Mutant("authentihash-hashes-checksum", "the streamed digest hashes the CheckSum field",
            "bundler/windows/authentihash.py",
            "ranges = [(optional_offset + 64, optional_offset + 68)]   # CheckSum",
-           "ranges: list[tuple[int, int]] = []", ("tests/test_authentihash.py",)),
+           "ranges: list[tuple[int, int]] = []", ("tests/integration/test_authentihash.py",)),
     Mutant("inflate-with-zlib", "ISA-L is installed but zlib inflates",
            "bundler/support/deflate.py", "    from isal import isal_zlib as _engine\n",
-           "    import zlib as _engine\n", ("tests/test_deflate.py",)),
+           "    import zlib as _engine\n", ("tests/unit/test_deflate.py",)),
     Mutant("inflater-output-held-back", "output ISA-L holds back after the input is dropped",
            "bundler/support/zip_reader.py", "if not data and len(out) < _OUT:", "if not data:",
-           ("tests/test_deflate.py",)),
+           ("tests/unit/test_deflate.py",)),
     Mutant("deflate64-slice-pieces", "Deflate64 output is handed on slice by slice (~1 KB "
            "pieces), not gathered into 1 MiB ones", "bundler/support/zip_reader.py",
            "            if self._held + len(out) < _OUT:\n"
@@ -514,186 +519,188 @@ MUTANTS = (
            "                self._held += len(out)\n"
            "            else:\n"
            "                yield from self._pieces(out)\n", "            yield out\n",
-           ("tests/test_deflate64.py",)),
+           ("tests/unit/test_deflate64.py",)),
     Mutant("deflate64-tail-dropped", "the Deflate64 output still gathered at a member's end "
            "is dropped", "bundler/support/zip_reader.py", "    yield from decoder.finish()\n",
-           "", ("tests/test_deflate64.py",)),
+           "", ("tests/unit/test_deflate64.py",)),
     Mutant("stage-one-lane", "sources are staged one at a time", "bundler/pack/stage.py",
            "ThreadPoolExecutor(lane_count(len(work))", "ThreadPoolExecutor(1",
-           ("tests/test_stage_parallel.py",)),
+           ("tests/unit/test_stage_parallel.py",)),
     Mutant("evict-chmods-shared-inode", "store eviction chmods the object (a bundle's link)",
-           "bundler/pack/store.py", "            attempt(path)\n",
+           "bundler/pack/store/store.py", "            attempt(path)\n",
            "            path.chmod(0o600)\n            attempt(path)\n",
-           ("tests/test_store_upkeep.py",)),
+           ("tests/integration/test_store_upkeep.py",)),
     Mutant("store-key-read-blocking", "the store key is opened with a plain open()",
-           "bundler/pack/store_seal.py", "with open_regular(path) as handle:",
+           "bundler/pack/store/seal.py", "with open_regular(path) as handle:",
            "with open(path, 'rb') as handle:",
-           ("tests/test_store_upkeep.py::test_a_key_file_that_is_not_a_file_is_passed_over"
+           ("tests/integration/test_store_upkeep.py::test_a_key_file_that_is_not_a_file_is_passed_over"
             "_without_hanging",)),
     Mutant("store-max-any-float", "BUNDLER_STORE_MAX is read with float()",
-           "bundler/pack/store_upkeep.py", "size = _SIZE.fullmatch(text)",
+           "bundler/pack/store/upkeep.py", "size = _SIZE.fullmatch(text)",
            "size = _SIZE.fullmatch(text) or re.fullmatch(r'(?P<number>.*?)(?P<unit>)', text)",
-           ("tests/test_store_upkeep.py",)),
+           ("tests/integration/test_store_upkeep.py",)),
     # Issue 28 item 6: a stored file evicted or replaced between its check and its link.
     Mutant("store-race-no-fallback", "a stored file gone at link time fails the pack",
            "bundler/pack/reuse.py",
            "            except ObjectGone as gone:   # the stage reads this source from its input",
-           "            except ImportError as gone:", ("tests/test_store_race.py",)),
+           "            except ImportError as gone:", ("tests/integration/test_store_race.py",)),
     Mutant("store-race-link-unchecked", "a link is not checked to be the file hashed",
-           "bundler/pack/store.py", "        if file_stamp(target.stat()) != stamp:\n",
-           "        if False:\n", ("tests/test_store_race.py",)),
+           "bundler/pack/store/store.py", "        if file_stamp(target.stat()) != stamp:\n",
+           "        if False:\n", ("tests/integration/test_store_race.py",)),
     Mutant("store-race-copy-unchecked", "a copy is not checked to be of the file hashed",
-           "bundler/pack/store.py", "        if file_stamp(os.fstat(source.fileno())) != stamp:",
-           "        if False:", ("tests/test_store_race.py",)),
+           "bundler/pack/store/store.py",
+           "        if file_stamp(os.fstat(source.fileno())) != stamp:",
+           "        if False:", ("tests/integration/test_store_race.py",)),
     Mutant("store-race-placed-kept", "a source's files placed before one was gone stay",
            "bundler/pack/reuse.py", "            item.path.unlink(missing_ok=True)\n",
-           "            pass\n", ("tests/test_store_race.py",)),
+           "            pass\n", ("tests/integration/test_store_race.py",)),
     Mutant("installed-runtime-any-cuda", "a site-packages CUDA runtime of another major is "
            "taken", "bundler/releases/runtime_inputs.py",
            'if normalize(package).startswith(_CUDA_RUNTIME) and version.split(".")[0] != major:',
-           "if False:", ("tests/test_runtime_inputs_hostile.py",)),
+           "if False:", ("tests/integration/test_runtime_inputs_hostile.py",)),
     Mutant("dist-info-any-version", "a dist-info's version is not checked",
            "bundler/releases/runtime_inputs.py", "if not _VERSION.fullmatch(version):",
-           "if False:", ("tests/test_runtime_inputs_hostile.py",)),
+           "if False:", ("tests/integration/test_runtime_inputs_hostile.py",)),
     Mutant("version-json-read-whole", "a toolkit's version.json is read with read_text()",
            "bundler/releases/runtime_inputs.py",
            "data = read_json(path, _MAX_VERSION_FILE_BYTES, SourceError, hint,",
            "data = __import__('json').loads(path.read_text()) or (path, hint,",
-           ("tests/test_runtime_inputs_hostile.py",)),
+           ("tests/integration/test_runtime_inputs_hostile.py",)),
     Mutant("pyinstaller-top-folder-0700", "a PyInstaller bundle keeps mkdtemp's mode 0700",
            "bundler/pack/builders/pyinstaller.py",
-           "    shutil.copymode(layout.folder, staging)\n", "", ("tests/test_bundle_modes.py",)),
+           "    shutil.copymode(layout.folder, staging)\n", "",
+            ("tests/integration/test_bundle_modes.py",)),
     Mutant("verify-follows-links", "verify hashes what a link in the bundle reaches",
            "bundler/support/bundle_files.py",
            "    link = link_on_the_way(root, relpath)\n    if link:",
-           "    link = ''\n    if link:", ("tests/test_verify_links.py",)),
+           "    link = ''\n    if link:", ("tests/integration/test_verify_links.py",)),
     Mutant("verify-walk-follows-links", "verify's walk of the runtime folder follows links",
            "bundler/support/bundle_files.py", "entry.stat(follow_symlinks=False)",
            "entry.stat(follow_symlinks=True)",
-           ("tests/test_verify_links.py::test_links_added_to_the_runtime_folder_are_listed_not"
+           ("tests/integration/test_verify_links.py::test_links_added_to_the_runtime_folder_are_listed_not"
             "_entered",)),
     Mutant("verify-hashes-any-size", "verify hashes a file whose size is not the manifest's",
            "bundler/support/bundle_files.py",
            "if size is not None and facts.st_size != size:", "if False:",
-           ("tests/test_verify_links.py::test_a_file_of_another_size_is_reported_without_being"
+           ("tests/integration/test_verify_links.py::test_a_file_of_another_size_is_reported_without_being"
             "_hashed",)),
     Mutant("verify-walks-a-linked-python", "an embedded bundle's python/ link is followed",
            "bundler/diagnose/verify.py",
            "linked = {folder for folder in folders if link_on_the_way(found.root, folder)}",
-           "linked: set[str] = set()", ("tests/test_verify_links_embedded.py",)),
+           "linked: set[str] = set()", ("tests/unit/test_verify_links_embedded.py",)),
     Mutant("zip-writes-through-links", "pack --zip PATH writes through a link at PATH", ZIP,
            "        if is_link(os.lstat(path)):", "        if False:",
-           ("tests/test_zip_hostile.py",)),
+           ("tests/integration/test_zip_hostile.py",)),
     Mutant("zip-names-not-checked", "a name that is not UTF-8 reaches zipfile (exit 3)", ZIP,
            "        if not is_unicode(relpath):", "        if False:",
-           ("tests/test_zip_hostile.py",)),
+           ("tests/integration/test_zip_hostile.py",)),
     Mutant("windows-name-raw-bytes", "a name of raw bytes passes the Windows name rule",
            "bundler/support/paths.py", "    if not is_unicode(part):", "    if False:",
-           ("tests/test_zip_hostile.py",)),
+           ("tests/integration/test_zip_hostile.py",)),
     Mutant("hash-opens-blocking", "hashing opens a named pipe and waits on it",
            "bundler/support/hashing.py", 'return open(path, "rb", opener=regular_opener)',
            'return open(path, "rb")',
-           ("tests/test_store_upkeep.py::test_a_fifo_where_a_stored_file_should_be_is_passed"
+           ("tests/integration/test_store_upkeep.py::test_a_fifo_where_a_stored_file_should_be_is_passed"
             "_over",)),
     Mutant("verify-reads-linked-entry", "verify reads an entry script through a link",
            "bundler/diagnose/verify.py", "    link = link_on_the_way(found.root, entry)\n",
            '    link = ""\n',
-           ("tests/test_verify_links.py::test_an_entry_script_replaced_by_a_link_is_not_read",)),
-    # One copy in the process (issue 27 item 4): bundler/app_environment.py, pack/one_copy.py
+           ("tests/integration/test_verify_links.py::test_an_entry_script_replaced_by_a_link_is_not_read",)),
+    # One copy in the process (issue 27 item 4): bundler/frameworks/environment.py, pack/one_copy.py
     Mutant("env-no-path-loaders", "no framework in the app's environment counts as loading "
-           "by path", "bundler/app_environment.py",
+           "by path", "bundler/frameworks/environment.py",
            "loaders.setdefault(key, PathLoader(name, dist.version, opens[key]))", "pass",
-           ("tests/test_one_copy.py",)),
+           ("tests/integration/test_one_copy.py",)),
     Mutant("env-imports-ignored", "the outside Python's frameworks count though the app does "
-           "not import them", "bundler/app_environment.py",
+           "not import them", "bundler/frameworks/environment.py",
            "or modules.get(key, key) in code.modules)", "or True)",
-           ("tests/test_one_copy.py",)),
+           ("tests/integration/test_one_copy.py",)),
     Mutant("preload-always-counts", "onnxruntime counts though the app never calls "
-           "preload_dlls()", "bundler/app_environment.py",
+           "preload_dlls()", "bundler/frameworks/environment.py",
            "(key not in calls or code.may_call(calls[key]))", "True",
-           ("tests/test_one_copy.py",)),
+           ("tests/integration/test_one_copy.py",)),
     Mutant("env-record-only", "a wheel's libraries are read from RECORD, present or not",
-           "bundler/app_environment.py",
+           "bundler/frameworks/environment.py",
            'and not f.startswith("..") and (folder / f).is_file())', 'and not f.startswith(".."))',
-           ("tests/test_one_copy_embedded.py",)),
+           ("tests/integration/test_one_copy_embedded.py",)),
     Mutant("second-copies-not-refused", "the folder builder packs beside a second copy",
            "bundler/pack/app_needs.py",
            "            refuse_second_copies(environment, recipe, components)\n",
            "            pass\n",
-           ("tests/test_one_copy.py",)),
+           ("tests/integration/test_one_copy.py",)),
     Mutant("embedded-keeps-nvidia-wheels", "the embedded-python builder keeps the nvidia-* "
            "wheels the bundle provides", EMBED,
            "left_out = leave_out_provided(site_packages, recipe)", "left_out = ()",
-           ("tests/test_one_copy_embedded.py",)),
+           ("tests/integration/test_one_copy_embedded.py",)),
     Mutant("left-out-whole-wheel", "a wheel the bundle provides in part is left out whole",
            "bundler/pack/one_copy.py",
            "whole = all(PurePosixPath(lib).name in names for lib in wheel.libraries)",
-           "whole = True", ("tests/test_one_copy_embedded.py",)),
+           "whole = True", ("tests/integration/test_one_copy_embedded.py",)),
     Mutant("left-out-not-needed", "what the left-out wheels held is not selected",
            "bundler/pack/pipeline.py",
            "              for w in left_out for dll in w.libraries]\n",
            "              for w in left_out for dll in w.libraries if False]\n",
-           ("tests/test_one_copy_embedded.py",)),
+           ("tests/integration/test_one_copy_embedded.py",)),
     Mutant("doctor-ignores-environment", "doctor does not look at the app's environment",
            BUNDLE_CHECKS, "+ environment_findings(target, found.root, manifest)", "+ []",
-           ("tests/test_one_copy.py",)),
+           ("tests/integration/test_one_copy.py",)),
     Mutant("no-first-call-completion", "a selection is not completed with what its "
            "libraries load at their first call (core alone: cuDNN's shim without ops_infer "
-           "or graph)", "bundler/recipe_selection.py",
+           "or graph)", "bundler/recipe/selection.py",
            "            pending.extend(supplier for _, _, supplier in _first_call_loads(recipe,"
            " name))\n", "",
-           ("tests/test_linux_installed_wheels.py::test_a_linux_app_packs_from_the_installed_"
-            "site_packages", "tests/test_components_complete.py")),
+           ("tests/linux/test_linux_installed_wheels.py::test_a_linux_app_packs_from_the_installed_"
+            "site_packages", "tests/wine/test_components_complete.py")),
     Mutant("no-completion-reasons", "the pack summary does not say why a component came "
            "along", "bundler/pack/pipeline.py",
            "reasons={**selection.reasons, **completed}", "reasons={**selection.reasons}",
-           ("tests/test_components_complete.py",)),
+           ("tests/wine/test_components_complete.py",)),
     Mutant("recipes-hides-what-it-brings", "bundler recipes NAME does not say what a "
            "component brings to work", "bundler/commands.py", "        if brings:\n",
-           "        if False:\n", ("tests/test_components_complete.py",)),
+           "        if False:\n", ("tests/wine/test_components_complete.py",)),
     Mutant("app-pyd-not-provided", "a binary the app ships in another folder (a .pyd) does "
            "not count as provided to the app's other binaries", "bundler/pack/app_needs.py",
            ",\n              *(platform.name_key(PurePosixPath(by).name) for by, _ in "
-           "scan.imports)}", "}", ("tests/test_unprovided_lines.py",)),
+           "scan.imports)}", "}", ("tests/integration/test_unprovided_lines.py",)),
     Mutant("windows-parts-not-system", "Normaliz.dll, Cabinet.dll and msi.dll are not "
            "system DLLs", "bundler/windows/windows.toml",
            '    "normaliz.dll", "cabinet.dll", "msi.dll",\n', "",
-           ("tests/test_unprovided_lines.py::test_what_the_app_or_windows_provides_is_not_a_"
+           ("tests/integration/test_unprovided_lines.py::test_what_the_app_or_windows_provides_is_not_a_"
             "not_provided_line",)),
     Mutant("nvrtc-builtins-pinned-minor", "an installed or wheel NVRTC of another CUDA minor "
            "is asked for the pinned minor's builtins library", "bundler/releases/runtime_inputs.py",
            '|^(libnvrtc-builtins\\.so\\.\\d+\\.)\\d+$"', '"',
-           ("tests/test_runtime_inputs_minor.py",)),
+           ("tests/unit/test_runtime_inputs_minor.py",)),
     # Issue 28: magic before pefile (test_pe_magic.py)
     Mutant("pe-headers-unchecked", "pefile is handed a file whose headers were not checked "
            "(a truncated DLL reads as one importing nothing)", "bundler/windows/pe_file.py",
            "    if problem:\n        raise CheckError(f\"{path}: not a valid Windows DLL (not a PE",
            "    if False:\n        raise CheckError(f\"{path}: not a valid Windows DLL (not a PE",
-           ("tests/test_pe_magic.py",)),
+           ("tests/integration/test_pe_magic.py",)),
     Mutant("damaged-library-not-bundled", "a damaged runtime library is also said 'not "
            "selected' for each library importing it", "bundler/pack/resolve.py",
            "bundled = {platform.name_key(item.file.name) for item in staged}",
            "bundled = {platform.name_key(name) for name in infos}",
-           ("tests/test_pe_magic.py::test_a_truncated_runtime_dll_is_refused_naming_it",)),
+           ("tests/integration/test_pe_magic.py::test_a_truncated_runtime_dll_is_refused_naming_it",)),
     # Issue 28: Windows name rules over every shipped path (test_windows_names_shipped.py)
     Mutant("shipped-names-unasked", "pack does not ask the platform about the staged "
            "bundle's paths (a wheel's aux.py ships in python/)", "bundler/pack/pipeline.py",
            "            refuse_unholdable_names(staging.folder, recipe.target, target.name)\n",
-           "", ("tests/test_windows_names_shipped.py",)),
+           "", ("tests/integration/test_windows_names_shipped.py",)),
     Mutant("shipped-case-twins", "two shipped paths differing only in case pass",
            "bundler/windows/shipped_names.py", "        if first != relpath:",
            "        if False:",
-           ("tests/test_windows_names_shipped.py::test_a_wheel_whose_names_windows_cannot_"
+           ("tests/integration/test_windows_names_shipped.py::test_a_wheel_whose_names_windows_cannot_"
             "hold_is_refused_naming_it[case-twins]",)),
     # Issue 28: links in the app ship as what they point to, --zip too (test_zip_links.py)
     Mutant("app-links-copied-as-links", "a link inside the app folder ships as a link",
            "bundler/pack/builders/folder.py", "copytree(app, staging, symlinks=False,",
-           "copytree(app, staging, symlinks=True,", ("tests/test_zip_links.py",)),
+           "copytree(app, staging, symlinks=True,", ("tests/integration/test_zip_links.py",)),
     # Issue 28: bundler's own data never ships (test_own_data_not_shipped.py)
     Mutant("own-data-shipped", "the spec, lock, inputs, store and cache in the app folder "
            "are copied and scanned as the app's", "bundler/pack/builders/folder.py",
            "        if own and (here / name) in own:", "        if False:",
-           ("tests/test_own_data_not_shipped.py",)),
+           ("tests/integration/test_own_data_not_shipped.py",)),
 )
 
 

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # wine brings /usr/bin/wine; wine64 the 64-bit loader; mingw-w64 builds the
 # stand-in DLLs (i686 for the wrong-architecture test); 7z writes Deflate64;
 # openssl and osslsigncode make test certificates and sign, strip and re-sign DLLs
-# (tests/test_signatures.py).
+# (tests/integration/test_signatures.py).
 APT_PACKAGES=(
     wine wine64
     gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64
@@ -54,4 +54,4 @@ if "$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(
     pip_args+=(--break-system-packages)
 fi
 "$PYTHON" -m pip install "${pip_args[@]}" -e '.[test]'
-"$PYTHON" -m tests.winenv.prepare
+"$PYTHON" -m tests.harness.winenv.prepare

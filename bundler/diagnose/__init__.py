@@ -1,5 +1,5 @@
 """The diagnosis tools: `bundler verify`, `bundler inspect` and `bundler doctor`.
 
-They read bundles (through bundler.manifest), DLLs, archives and this machine; they
+They read bundles (through bundler.formats.manifest), DLLs, archives and this machine; they
 never change anything.
 """

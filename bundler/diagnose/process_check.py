@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
-from bundler.manifest import FoundManifest
-from bundler.platforms import Platform, platform_for, this_machine
+from bundler.formats.manifest import FoundManifest
+from bundler.platforms.registry import Platform, platform_for, this_machine
 from bundler.runtime.bootstrap import IMPORT_ONLY, PROCESS_REPORT
 
 __all__ = ["MappedModule", "ProcessCheck", "check_process", "print_check"]

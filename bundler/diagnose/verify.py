@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import BundlerError
-from bundler.lockfile import Lock
-from bundler.manifest import (
+from bundler.formats.lockfile import Lock
+from bundler.formats.manifest import (
     INJECT_LOADS,
     INJECT_MARKER,
     SIGNATURE_VERIFIED,
@@ -21,7 +21,7 @@ from bundler.manifest import (
     FoundManifest,
     find_manifest,
 )
-from bundler.platforms import Trust, windows
+from bundler.platforms.registry import Trust, windows
 from bundler.support.bundle_files import (
     MISSING,
     RESIZED,

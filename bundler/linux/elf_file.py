@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.errors import CheckError
-from bundler.library_facts import LibraryFacts
+from bundler.platforms.library_facts import LibraryFacts
 
 if TYPE_CHECKING:
     from elftools.elf.elffile import ELFFile

@@ -8,8 +8,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from bundler.driver_table import CompatFacts, parse_compat
-from bundler.library_facts import OSFacts, parse_os_facts
+from bundler.platforms.driver_table import CompatFacts, parse_compat
+from bundler.platforms.library_facts import OSFacts, parse_os_facts
 from bundler.support.toml_tables import tomllib
 
 # libcudart.so.13 -> 13: the SONAME's first number is the CUDA major.

@@ -1,4 +1,4 @@
-"""Linux x86-64 (glibc) as a `bundler.platforms.Platform`: ELF shared libraries, names
+"""Linux x86-64 (glibc) as a `bundler.platforms.registry.Platform`: ELF shared libraries, names
 compared exactly, NVIDIA's Linux driver table. There is no code signing on Linux: a
 runtime is trusted by the sha256 pins of NVIDIA's wheels (and their RECORD) or, for a
 folder, by the lock's pins from its first pack."""
@@ -12,7 +12,7 @@ from bundler.linux.driver import probe_libcuda
 from bundler.linux.elf_file import BITS, is_elf, read_elf
 from bundler.linux.facts import linux_driver_table, linux_facts
 from bundler.linux.library_search import bare_name_search, read_ldconfig
-from bundler.platforms import UNSIGNED, Platform, SignatureCheck, Trust
+from bundler.platforms.registry import UNSIGNED, Platform, SignatureCheck, Trust
 
 
 def _no_signatures(path: Path, trust: Trust) -> SignatureCheck:

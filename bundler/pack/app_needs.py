@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from bundler.app_environment import Environment
 from bundler.errors import CheckError, SpecError
-from bundler.framework_facts import refuse_unfit
-from bundler.library_imports import MISSING, resolve_import
+from bundler.frameworks.environment import Environment
+from bundler.frameworks.facts import refuse_unfit
 from bundler.pack.app_scan import AppScan, Need
 from bundler.pack.one_copy import refuse_second_copies
-from bundler.recipe import Component, Recipe, families_dir, shipped_recipes
+from bundler.platforms.library_imports import MISSING, resolve_import
+from bundler.recipe.load import Component, Recipe, families_dir, shipped_recipes
 from bundler.releases.render import release_shipping
 from bundler.support.suggest import listing
 

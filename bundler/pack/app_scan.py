@@ -6,9 +6,10 @@ Two kinds of evidence (docs/spec-format.md, "[scan]"):
   a bundled site-packages included): e.g. onnxruntime_providers_cuda.dll imports
   cufft64_11.dll;
 - the library names a binary that calls a dynamic loader holds as strings: what it loads
-  by name at run time (bundler/loaded_names.py: Paddle's libpaddle.pyd loads cudnn64_8.dll);
+  by name at run time (bundler/frameworks/loaded_names.py: Paddle's libpaddle.pyd loads
+  cudnn64_8.dll);
 - the frameworks installed in it, found by their *.dist-info / *.egg-info metadata: what
-  their own build-info files say (bundler/framework_facts.py: the CUDA and cuDNN they are
+  their own build-info files say (bundler/frameworks/facts.py: the CUDA and cuDNN they are
   built for, TensorFlow's cuDNN DLL name) and what the framework table
   (bundler/windows/compat.toml) says that release loads by name at run time (TensorFlow
   2.10's GPU check loads cufft64_10.dll, which no import table shows).
@@ -25,16 +26,16 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError
-from bundler.framework_facts import (
+from bundler.frameworks.facts import (
     FrameworkFacts,
     frameworks_in,
     read_frameworks,
     refuse_unfit,
 )
-from bundler.library_imports import is_runtime_library
-from bundler.loaded_names import loaded_by_name
+from bundler.frameworks.loaded_names import loaded_by_name
 from bundler.pack.builders.folder import outputs_in
-from bundler.platforms import (
+from bundler.platforms.library_imports import is_runtime_library
+from bundler.platforms.registry import (
     DriverTable,
     FrameworkEntry,
     Platform,

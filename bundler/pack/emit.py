@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from bundler.errors import BuildError, SpecError
-from bundler.manifest import (
+from bundler.formats.manifest import (
     BOOTSTRAP_NAME,
     INJECT_LOADS,
     INJECT_MARKER,
@@ -24,8 +24,8 @@ from bundler.manifest import (
     Versions,
 )
 from bundler.pack.resolve import ResolvedRuntime
-from bundler.platforms import Platform
-from bundler.recipe import Recipe
+from bundler.platforms.registry import Platform
+from bundler.recipe.load import Recipe
 from bundler.support.hashing import sha256_file
 
 __all__ = ["BOOTSTRAP_NAME", "INJECT_MARKER", "build_manifest", "built_files",

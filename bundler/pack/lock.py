@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from bundler.errors import LockError
-from bundler.lockfile import LOCK_FORMAT, Lock, read_lock
+from bundler.formats.lockfile import LOCK_FORMAT, Lock, read_lock
 from bundler.pack.requirement_files import nested_files
 from bundler.support.hashing import sha256_file
 

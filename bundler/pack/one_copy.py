@@ -1,7 +1,7 @@
 """One copy of each NVIDIA library in the packed app's process.
 
 A framework that loads NVIDIA's libraries by path from the nvidia-* wheels of its
-environment (bundler/app_environment.py) maps them beside the bundle's preloaded
+environment (bundler/frameworks/environment.py) maps them beside the bundle's preloaded
 copies. So, where the app's environment holds nvidia-* wheels whose libraries the
 bundle also provides:
 
@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from bundler.app_environment import (
+from bundler.errors import CheckError, SpecError
+from bundler.frameworks.environment import (
     Environment,
     SecondCopy,
     app_environment,
     read_environment,
     second_copies,
 )
-from bundler.errors import CheckError, SpecError
-from bundler.recipe import Component, Recipe
+from bundler.recipe.load import Component, Recipe
 from bundler.support.suggest import listing
 
 if TYPE_CHECKING:  # the spec module imports the builders, which import this module

@@ -1,7 +1,7 @@
 """Atomic output: build the bundle beside its target, swap it in only when complete.
 
 Any failure before the swap leaves the previous bundle byte-for-byte as it was; the
-swap itself is journaled (bundler/support/swap_journal.py), so a kill at any instant
+swap itself is journaled (bundler/formats/swap_journal.py), so a kill at any instant
 leaves a state the next pack (or `bundler verify`) completes or undoes.
 """
 
@@ -17,11 +17,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from bundler.errors import BundlerError, RefusedError
-from bundler.manifest import DamagedManifest, UnsupportedManifest, find_manifest
-from bundler.platforms import Platform
-from bundler.support.exclusive import exclusive, lock_file
-from bundler.support.paths import WINDOWS_NAME_HINT, remove_tree, shown_name
-from bundler.support.swap_journal import (
+from bundler.formats.manifest import DamagedManifest, UnsupportedManifest, find_manifest
+from bundler.formats.swap_journal import (
     Swap,
     begin,
     checkpoint,
@@ -34,6 +31,9 @@ from bundler.support.swap_journal import (
     roll_forward,
     staging_prefix,
 )
+from bundler.platforms.registry import Platform
+from bundler.support.exclusive import exclusive, lock_file
+from bundler.support.paths import WINDOWS_NAME_HINT, remove_tree, shown_name
 
 
 def output_folder(given: Path) -> Path:

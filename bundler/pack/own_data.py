@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.pack.sources.fetch import cache_root
-from bundler.pack.store import store_root
-from bundler.pack.store_seal import KEY_FILE
+from bundler.pack.store.seal import KEY_FILE
+from bundler.pack.store.store import store_root
 from bundler.support.user_dirs import user_config_dir
 
 if TYPE_CHECKING:  # the spec module imports the builders table, which imports this

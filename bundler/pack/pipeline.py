@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundler.errors import BundlerError
-from bundler.manifest import MANIFEST_NAME, Manifest, write_manifest
+from bundler.formats.manifest import MANIFEST_NAME, Manifest, write_manifest
 from bundler.pack.app_needs import Selection, Unprovided, select_for_app
 from bundler.pack.app_scan import Need, refuse_unfit_release, scan_app
 from bundler.pack.builders import BUILDERS
@@ -36,19 +36,19 @@ from bundler.pack.signatures import SignatureChecker, check_signatures
 from bundler.pack.sources import Source, close_all, given_path, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
-from bundler.pack.store import Store, StoreError, open_store
-from bundler.pack.store_upkeep import size_cap, trim
+from bundler.pack.store.store import Store, StoreError, open_store
+from bundler.pack.store.upkeep import size_cap, trim
 from bundler.pack.wheel_lock import refuse_locked_spec_change, reusable_wheels, wheel_record
-from bundler.pack.zip_output import (
+from bundler.pack.zip.output import (
     PendingZip,
     check_zip_path,
     kept_streams,
     remove_killed_zip,
     write_zip,
 )
-from bundler.pack.zip_writer import ZipCounts
-from bundler.recipe import Recipe, RuntimeFile, find_recipe
-from bundler.recipe_selection import completions
+from bundler.pack.zip.writer import ZipCounts
+from bundler.recipe.load import Recipe, RuntimeFile, find_recipe
+from bundler.recipe.selection import completions
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,7 @@ def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,
     selection = select_for_app(recipe, spec.components, spec.scan.components, needs, scan,
                                spec.scan.allow_app_copies, environment)
     # What the selection gained so its libraries load what they load at their first call
-    # (recipe_selection.py), said in the summary like the scan's reasons.
+    # (recipe/selection.py), said in the summary like the scan's reasons.
     completed = completions(recipe, spec.components,
                             [*spec.scan.components, *selection.reasons])
     return replace(selection, reasons={**selection.reasons, **completed})

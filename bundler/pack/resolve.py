@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import CheckError
-from bundler.library_imports import MISSING, resolve_import
-from bundler.manifest import FileEntry
+from bundler.formats.manifest import FileEntry
 from bundler.pack.stage import StagedFile
-from bundler.platforms import LibraryFacts, Platform
-from bundler.recipe import Component, Recipe
+from bundler.platforms.library_imports import MISSING, resolve_import
+from bundler.platforms.registry import LibraryFacts, Platform
+from bundler.recipe.load import Component, Recipe
 
 
 @dataclass(frozen=True)

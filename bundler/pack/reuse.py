@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import BundlerError
-from bundler.manifest import FoundManifest, find_manifest
+from bundler.formats.manifest import FoundManifest, find_manifest
 from bundler.pack.lock import Lock
 from bundler.pack.sources import Source
 from bundler.pack.stage import StagedFile
-from bundler.pack.store import FileStamp, ObjectGone, SourceRecord, Store, file_stamp, place
-from bundler.recipe import RuntimeFile
+from bundler.pack.store.store import FileStamp, ObjectGone, SourceRecord, Store, file_stamp, place
+from bundler.recipe.load import RuntimeFile
 from bundler.support.hashing import sha256_crc32_file, sha256_file
 
 # Re-hashing runs on threads: hashlib releases the GIL, so two cores hash two files.

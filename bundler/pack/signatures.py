@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Protocol
 
 from bundler.errors import CheckError
-from bundler.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
+from bundler.formats.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.pack.stage import StagedFile
-from bundler.platforms import (
+from bundler.platforms.registry import (
     CHANGED,
     OK,
     UNSIGNED,
@@ -34,7 +34,7 @@ from bundler.platforms import (
     SignatureDigest,
     Trust,
 )
-from bundler.recipe import Recipe, RuntimeFile
+from bundler.recipe.load import Recipe, RuntimeFile
 from bundler.releases.catalogue import ArchiveRelease, find_release
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import SpecError
-from bundler.manifest import MAX_RUNTIME_DIR_DEPTH
+from bundler.formats.manifest import MAX_RUNTIME_DIR_DEPTH
 from bundler.pack.builders import BUILDERS
 from bundler.pack.builders.embedded_python import check_embedded_keys
 from bundler.pack.emit import BOOTSTRAP_NAME

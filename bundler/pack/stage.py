@@ -26,8 +26,8 @@ from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.sources import Source
-from bundler.platforms import SignatureDigest
-from bundler.recipe import RuntimeFile
+from bundler.platforms.registry import SignatureDigest
+from bundler.recipe.load import RuntimeFile
 from bundler.support.hashing import write_hashed
 from bundler.support.progress import byte_progress
 

@@ -11,7 +11,7 @@ takes minutes, the answer takes no time.
 from __future__ import annotations
 
 from bundler.errors import LockError
-from bundler.lockfile import Lock
+from bundler.formats.lockfile import Lock
 from bundler.pack.builders.pip_wheels import LockedWheel
 from bundler.pack.lock import LockPolicy, spec_changes, spec_record
 from bundler.pack.requirement_files import NOT_HASHED

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.platforms import platform_for_release
+from bundler.platforms.registry import platform_for_release
 from bundler.support.zip_reader import ZipArchive
 
 # Licence files NVIDIA's archives and installer carry, in the order looked for.

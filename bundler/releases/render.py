@@ -1,7 +1,7 @@
 """Render a recipe for any catalogue release: family + runtime set + release + channel.
 
 The result is recipe-format TOML (written deterministically, so its sha256, which the
-lock pins, changes only when the facts do) and is loaded by bundler/recipe.py exactly
+lock pins, changes only when the facts do) and is loaded by bundler/recipe/load.py exactly
 like a shipped recipe file, with every consistency check.
 
 The pairing rule: a release of CUDA <M> is paired with the runtime set of <M> (the CUDA
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import RecipeError
-from bundler.platforms import platform_for
+from bundler.platforms.registry import platform_for
 from bundler.releases.catalogue import (
     Release,
     catalogue_releases,

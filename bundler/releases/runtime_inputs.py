@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import SourceError
-from bundler.platforms import platform_for_wheel_tag, windows
+from bundler.platforms.registry import platform_for_wheel_tag, windows
 from bundler.releases.families import RuntimeSet
 from bundler.support.json_files import read_json
 from bundler.support.regular_files import open_regular

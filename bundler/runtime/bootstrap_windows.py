@@ -20,7 +20,7 @@ from .bootstrap import (
 # <<< not shipped
 
 # LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | _DLL_LOAD_DIR: a DLL's imports never come from PATH
-# (docs/bootstrap.md; tests/test_bootstrap_mechanisms.py shows each mechanism alone).
+# (docs/bootstrap.md; tests/wine/test_bootstrap_mechanisms.py shows each mechanism alone).
 _LOAD_FLAGS = 0x00001100
 _HINTS = {2: "the file is missing: " + _REPACK,
           5: "access is denied: an antivirus may hold or have quarantined it; " + _REPACK,

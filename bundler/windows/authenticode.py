@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import BundlerError
-from bundler.support import oscrypto_fix
 from bundler.support.toml_tables import tomllib
+from bundler.windows import oscrypto_fix
 
 OK = "ok"
 UNSIGNED = "unsigned"

@@ -1,5 +1,5 @@
 """What doctor knows of NVIDIA's Windows drivers and GPU frameworks: compat.toml beside
-this file, in the driver-table format of bundler/driver_table.py."""
+this file, in the driver-table format of bundler/platforms/driver_table.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from bundler.driver_table import CompatFacts, FrameworkEntry, parse_compat, version_tuple
+from bundler.platforms.driver_table import CompatFacts, FrameworkEntry, parse_compat, version_tuple
 from bundler.support.toml_tables import tomllib
 
 __all__ = ["CompatFacts", "FrameworkEntry", "compat_facts", "parse_compat", "version_tuple"]

@@ -1,7 +1,7 @@
 """Knowledge of Windows itself (not of any runtime): which DLLs every machine has,
 which come with the NVIDIA driver, what may ship in an app, and how CUDA names its
 libraries and its toolkit variables. The facts are in windows.toml beside this file,
-read into the shape every platform fills (bundler.library_facts.OSFacts)."""
+read into the shape every platform fills (bundler.platforms.library_facts.OSFacts)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from bundler.library_facts import OSFacts, parse_os_facts
+from bundler.platforms.library_facts import OSFacts, parse_os_facts
 from bundler.support.toml_tables import tomllib
 
 # cudart64_101 -> 101, cublas64_12 -> 12: the digits after the name are the CUDA release.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pefile
 
 from bundler.errors import CheckError
-from bundler.library_facts import LibraryFacts
+from bundler.platforms.library_facts import LibraryFacts
 
 MACHINES = {0x8664: "AMD64", 0x14C: "I386", 0xAA64: "ARM64", 0x1C4: "ARMNT"}
 PLATFORM_MACHINE = {"win-amd64": "AMD64"}
@@ -29,7 +29,7 @@ _EXPORT_DIRECTORY = pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"]
 
 
 class PEInfo(LibraryFacts):
-    """A DLL's facts, as its PE headers give them (bundler.library_facts)."""
+    """A DLL's facts, as its PE headers give them (bundler.platforms.library_facts)."""
 
 
 def is_pe(path: Path) -> bool:

@@ -1,11 +1,11 @@
-"""Windows x64 as a `bundler.platforms.Platform`: PE files, DLL names compared without
+"""Windows x64 as a `bundler.platforms.registry.Platform`: PE files, DLL names compared without
 regard to case, Authenticode signatures, NVIDIA's Windows driver table."""
 
 from __future__ import annotations
 
 import re
 
-from bundler.platforms import Platform
+from bundler.platforms.registry import Platform
 from bundler.windows import authenticode
 from bundler.windows.authentihash import AuthenticodeDigest
 from bundler.windows.compat import compat_facts

@@ -33,10 +33,16 @@ from bundler.diagnose.doctor.host import (
 from bundler.diagnose.doctor.linux_bundle import linux_load_findings
 from bundler.diagnose.inspection import Dependency, InspectedLibrary, dll_facts
 from bundler.diagnose.verify import ADDED_HINT, VerifyReport, repair_hint, verify
-from bundler.lockfile import Lock
-from bundler.manifest import FileEntry, Versions, find_manifest
-from bundler.platforms import Platform, known_platforms, platform_for, this_machine, windows
-from bundler.recipe import Recipe, shipped_recipes
+from bundler.formats.lockfile import Lock
+from bundler.formats.manifest import FileEntry, Versions, find_manifest
+from bundler.platforms.registry import (
+    Platform,
+    known_platforms,
+    platform_for,
+    this_machine,
+    windows,
+)
+from bundler.recipe.load import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_check, glibc_problem, judge_driver, same_file
 from bundler.support.bundle_files import link_on_the_way
 from bundler.support.hashing import sha256_file

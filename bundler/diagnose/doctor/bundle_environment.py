@@ -1,5 +1,5 @@
 """`bundler doctor APPDIR`: one copy of each NVIDIA library in the app's process, where
-doctor can see the app's Python environment (bundler/app_environment.py: the bundle's
+doctor can see the app's Python environment (bundler/frameworks/environment.py: the bundle's
 own site-packages, else the Python doctor runs under when the bundle is for this
 machine, for the frameworks the app's scripts import). A framework there that loads
 NVIDIA's libraries by path from nvidia-* wheels the bundle also provides maps a second
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from bundler.app_environment import app_environment, second_copies
 from bundler.diagnose.doctor.findings import OK, PROBLEM, Finding
-from bundler.manifest import Manifest
-from bundler.platforms import Platform
+from bundler.formats.manifest import Manifest
+from bundler.frameworks.environment import app_environment, second_copies
+from bundler.platforms.registry import Platform
 
 FIX = ("install the framework's \"local CUDA\" variant (e.g. jax[cuda13-local], "
        "onnxruntime-gpu without [cuda,cudnn]) or pip uninstall {wheels}, then re-run "

@@ -1,6 +1,6 @@
 """`bundler doctor APPDIR`: does the bundle's runtime serve the frameworks the app ships?
 
-The same rule pack refuses by (bundler/framework_facts.py): each framework installed in
+The same rule pack refuses by (bundler/frameworks/facts.py): each framework installed in
 the bundle's site-packages says, in its own build-info file or its driver-table row, the
 CUDA it is built for and the oldest cuDNN it runs on. A bundle whose runtime is of another
 CUDA family or an older cuDNN (packed before pack checked, or its runtime changed since)
@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bundler.diagnose.doctor.findings import OK, PROBLEM, Finding
-from bundler.framework_facts import fits, fitting_releases, frameworks_in
-from bundler.manifest import Manifest
-from bundler.platforms import Platform
+from bundler.formats.manifest import Manifest
+from bundler.frameworks.facts import fits, fitting_releases, frameworks_in
+from bundler.platforms.registry import Platform
 
 
 def framework_findings(platform: Platform, root: Path, manifest: Manifest) -> list[Finding]:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from bundler.diagnose.inspection import judge_signature
 from bundler.errors import CheckError
-from bundler.library_imports import is_runtime_library
-from bundler.platforms import DriverTable, this_machine, windows
-from bundler.recipe import Recipe, shipped_recipes
+from bundler.platforms.library_imports import is_runtime_library
+from bundler.platforms.registry import DriverTable, this_machine, windows
+from bundler.recipe.load import Recipe, shipped_recipes
 from bundler.runtime.bootstrap import driver_from_file_version
 from bundler.runtime.bootstrap import probe_driver as load_nvcuda
 from bundler.support.hashing import sha256_file

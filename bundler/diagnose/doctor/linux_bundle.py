@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from bundler.diagnose.doctor.findings import NOTE, OK, Finding
-from bundler.platforms import Platform
+from bundler.platforms.registry import Platform
 from bundler.runtime.bootstrap import same_file
 
 

@@ -28,7 +28,7 @@ from bundler.diagnose.doctor.host import (
     installed_distributions,
     site_nvidia_libraries,
 )
-from bundler.platforms import FoundLibrary, Platform
+from bundler.platforms.registry import FoundLibrary, Platform
 from bundler.runtime.bootstrap import cuda_text
 from bundler.support.text_tables import format_table
 

@@ -21,7 +21,7 @@ from bundler.pack.builders.pyinstaller import build_pyinstaller_app
 
 if TYPE_CHECKING:
     from bundler.pack.spec import Spec
-    from bundler.recipe import Recipe
+    from bundler.recipe.load import Recipe
 
 Builder = Callable[["Spec", "Recipe", Path, Path, BuildOptions], BuiltApp]
 BUILDERS: dict[str, Builder] = {"folder": build_folder_app,

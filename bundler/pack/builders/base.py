@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.manifest import BootstrapEntry
+from bundler.formats.manifest import BootstrapEntry
 from bundler.pack.builders.pip_wheels import LockedWheel
 from bundler.pack.one_copy import LeftOutWheel
 

@@ -33,7 +33,7 @@ from bundler.pack.one_copy import LeftOutWheel, leave_out_provided
 
 if TYPE_CHECKING:  # the spec module imports the builders table
     from bundler.pack.spec import Spec
-    from bundler.recipe import Recipe
+    from bundler.recipe.load import Recipe
 
 PYTHON_DIR = "python"
 SITE_PACKAGES = "Lib/site-packages"

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.errors import BundlerError, SpecError
-from bundler.manifest import BootstrapEntry, UnsupportedManifest, find_manifest
+from bundler.formats.manifest import BootstrapEntry, UnsupportedManifest, find_manifest
+from bundler.formats.swap_journal import is_pack_file_of
 from bundler.pack.builders.base import BuildOptions, BuiltApp, Skipped
 from bundler.pack.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
-from bundler.pack.zip_output import is_bundle_zip
+from bundler.pack.zip.output import is_bundle_zip
 from bundler.support.paths import (
     MAX_PATH,
     WINDOWS_NAME_HINT,
@@ -21,11 +22,10 @@ from bundler.support.paths import (
     windows_path_length,
 )
 from bundler.support.suggest import did_you_mean
-from bundler.support.swap_journal import is_pack_file_of
 
 if TYPE_CHECKING:  # the spec module imports the builders table
     from bundler.pack.spec import Spec
-    from bundler.recipe import Recipe
+    from bundler.recipe.load import Recipe
 
 # Never copied from the user's app folder into the bundle (named in the pack summary).
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")

@@ -32,7 +32,7 @@ from bundler.errors import SourceError
 from bundler.pack.builders.cpython_embed import Embeddable
 from bundler.pack.builders.wheel_install import install_wheels
 from bundler.pack.sources.fetch import cache_root
-from bundler.platforms import windows
+from bundler.platforms.registry import windows
 from bundler.support.hashing import sha256_file
 
 WHEEL_TAG = windows().wheel_tag   # the platform of python.org's embeddable x64 CPython

@@ -28,15 +28,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.errors import BuildError, RefusedError, SpecError
-from bundler.manifest import BootstrapEntry
+from bundler.formats.manifest import BootstrapEntry
 from bundler.pack.builders.base import BuildOptions, BuiltApp
 from bundler.pack.emit import fill_template, write_bootstrap
-from bundler.platforms import platform_for, windows
+from bundler.platforms.registry import platform_for, windows
 from bundler.support.progress import line_progress
 
 if TYPE_CHECKING:  # the spec module imports the builders table
     from bundler.pack.spec import Spec
-    from bundler.recipe import Recipe
+    from bundler.recipe.load import Recipe
 
 MIN_PYINSTALLER = 6  # the onedir layout with a contents directory (_internal)
 BOOTSTRAP_MODULE = "_cudnn_bootstrap"

@@ -17,7 +17,7 @@ from bundler.pack.sources.base import Source
 from bundler.pack.sources.fetch import cache_root, cached, can_fetch, fetch, offline_error
 from bundler.pack.sources.folder_source import FolderSource
 from bundler.pack.sources.wheel_source import WheelSource
-from bundler.recipe import Recipe, SourceSpec
+from bundler.recipe.load import Recipe, SourceSpec
 
 __all__ = ["SOURCE_CLASSES", "ArchiveSource", "FolderSource", "Source", "WheelSource",
            "close_all", "given_path", "locate", "open_sources"]

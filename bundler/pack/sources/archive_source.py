@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
-from bundler.recipe import SourceSpec
+from bundler.recipe.load import SourceSpec
 from bundler.support.hashing import PiggybackDigest, Pipe, sha256_file
 from bundler.support.zip_reader import ZipArchive
 

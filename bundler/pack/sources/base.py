@@ -6,7 +6,7 @@ from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.recipe import SourceSpec
+from bundler.recipe.load import SourceSpec
 
 
 class Source:

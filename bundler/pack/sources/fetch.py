@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.platforms import windows
-from bundler.recipe import SourceSpec
+from bundler.platforms.registry import windows
+from bundler.recipe.load import SourceSpec
 from bundler.support.hashing import sha256_file
 from bundler.support.progress import interactive
 from bundler.support.user_dirs import user_cache_dir

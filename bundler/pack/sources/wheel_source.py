@@ -24,7 +24,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.sources.archive_source import ArchiveSource
 from bundler.pack.sources.fetch import download_command
-from bundler.recipe import SourceSpec
+from bundler.recipe.load import SourceSpec
 from bundler.support.wheel_names import WheelName, normalize, wheel_name
 from bundler.support.zip_reader import ZipArchive
 

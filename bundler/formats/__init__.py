@@ -1,0 +1,1 @@
+"""bundler's own file formats: the manifest, the lock, the swap journal."""

@@ -1,0 +1,1 @@
+"""What frameworks say about themselves and the environment an app runs in."""

@@ -1,0 +1,337 @@
+"""What a GPU framework installed in an app says it needs: one rule for pack, init and doctor.
+
+Frameworks ship the figures they were built with, as Python files generated at build time.
+These are read with `ast` (the app's code is never imported or run):
+
+- paddlepaddle-gpu: `paddle/version/__init__.py` (`cuda_version = '11.8'`,
+  `cudnn_version = '8.6.0'`; 'False' in a CPU build);
+- tensorflow, tensorflow-gpu: `tensorflow/python/platform/build_info.py` (its
+  `build_info` table: `cuda_version '64_112'`, `cudnn_version '64_8'`, `cudnn_dll_name`,
+  `is_cuda_build`; its `cudart_dll_name` 'cudart64_112.dll' is not what the binary loads);
+- onnxruntime-gpu: `onnxruntime/capi/version_info.py` (`use_cuda`, `cuda_version =
+  "12.2.128"`, `cudnn_version = "9"`);
+- cupy-cuda*: `cupy/.data/_wheel.json`, JSON (`"cuda": "12.x"`, `"cudnn": {"version":
+  "8.8.1", ...}`);
+- torch: `torch/version.py` (`cuda = '12.1'`; torch ships its own cuDNN: only recorded).
+
+The driver table's framework row (`Platform.driver_table()`, bundler/windows/compat.toml)
+adds what no file says (TensorFlow >= 2.5 needs cuDNN >= 8.1; its GPU check loads eight
+libraries). A file that exists but cannot be read is reported (`FrameworkFacts.unreadable`),
+never taken as "no needs".
+
+The API (pack's app scan, `bundler init` and `bundler doctor` call it):
+
+- `read_frameworks(root, folders, table)`: the `FrameworkFacts` of every framework
+  bundler knows installed in `folders` (site-packages folders inside the app folder
+  `root`; `table` is the target platform's `driver_table()`); `frameworks_in(root,
+  table)` finds those folders itself;
+- `fits(facts, cuda, cudnn) -> str | None`: None when a runtime of that CUDA ("12",
+  "11.8", "10.1") and cuDNN ("9.1.0.70") version serves the framework, else the reason,
+  naming the framework, the file (or table row) that says so and the minimum;
+- `fitting_releases(frameworks, platform_suffix)`: catalogue releases that serve them all,
+  newest first (for refusals' hints);
+- `refuse_unfit(frameworks, runtime, cuda, cudnn, platform_suffix)`: pack's refusal (exit
+  2) of a runtime that does not serve a framework, or of a build-info file it cannot read,
+  naming the framework, the file, the minimum and releases that fit.
+
+The rule: the cuDNN major must be the framework's (cudnn64_8 is not cudnn64_9) and the
+version at least the framework's own (as precise as the file says: "8.6.0", or "8" for any
+8.x); the CUDA major must be the framework's (libraries are named per major from CUDA 11
+on), and before CUDA 11 the major.minor too (cudart64_101 is not cudart64_102).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from collections.abc import Callable, Container, Iterable, Sequence
+from dataclasses import dataclass, replace
+from importlib import metadata
+from pathlib import Path
+
+from bundler.errors import CheckError
+from bundler.platforms.driver_table import CompatFacts as DriverTable
+from bundler.platforms.driver_table import FrameworkEntry, version_tuple
+from bundler.releases.catalogue import Release, catalogue_releases
+from bundler.support.wheel_names import normalize
+
+_MAX_FILE_BYTES = 1 << 20   # the files are a few kB; a larger one is not theirs
+_TF_SUFFIX = re.compile(r"^64_(\d+)$")   # TensorFlow's Windows figures: "64_112", "64_8"
+# Builds named for their CUDA: cupy-cuda101, cupy-cuda11x, mxnet-cu101 (normalized names)
+_CUDA_IN_NAME = re.compile(r"^(?:cupy_cuda|mxnet_cu)(\d{2,3})(x?)$")
+
+
+@dataclass(frozen=True)
+class FrameworkFacts:
+    """One framework installed in the app, and what it and the table say it needs."""
+
+    distribution: str
+    version: str
+    file: str = ""          # its build-info file, relative to the app (with /); "" if none
+    cuda: str = ""          # as the file says it, made a version: "11.8", "11.2" ("64_112")
+    cudnn: str = ""         # likewise: "8.6.0", "8" ("64_8"), "9"
+    loads: tuple[str, ...] = ()   # library names the file names (TensorFlow's DLL names)
+    gpu_build: bool = True  # False: the file says it is a CPU build (needs nothing)
+    unreadable: str = ""    # the file exists but could not be read: why
+    row: FrameworkEntry | None = None   # the driver table's row for this release
+
+    @property
+    def title(self) -> str:
+        return f"{self.distribution} {self.version}"
+
+    @property
+    def ships_own_runtime(self) -> bool:
+        """torch carries its own CUDA and cuDNN: the bundle's versions do not concern it."""
+        return self.row is not None and self.row.bundles_runtime or (
+            normalize(self.distribution) == "torch")
+
+    def cudnn_minimum(self) -> tuple[str, str]:
+        """(the oldest cuDNN it runs on, who says so); ("", "") when no one does. The
+        file's figure and the table's row are both minimums: the higher one wins."""
+        said = [(self.cudnn, self.file)] if self.cudnn else []
+        if self.row is not None and self.row.cudnn:
+            said.append((self.row.cudnn, self._row_says()))
+        return max(said, key=lambda pair: version_tuple(pair[0]), default=("", ""))
+
+    def cuda_needed(self) -> tuple[str, str]:
+        """(the CUDA it is built for, who says so): its file first, else the table."""
+        if self.cuda:
+            return self.cuda, self.file
+        if self.row is not None and self.row.cuda:
+            return self.row.cuda, self._row_says()
+        return "", ""
+
+    def _row_says(self) -> str:
+        return f"bundler's framework table, row '{self.row.name}'," if self.row else ""
+
+
+def fits(facts: FrameworkFacts, cuda: str, cudnn: str) -> str | None:
+    """None when a runtime of CUDA `cuda` and cuDNN `cudnn` serves the framework, else
+    one sentence saying why not (the framework, who says so, the figure)."""
+    if facts.ships_own_runtime or not facts.gpu_build:
+        return None
+    wanted, by = facts.cudnn_minimum()
+    if wanted and cudnn:
+        have = version_tuple(cudnn)
+        floor = version_tuple(wanted)
+        if have[:1] != floor[:1] or have < floor:
+            return (f"{facts.title} needs cuDNN {floor[0]} at {wanted} or newer ({by} says "
+                    f"{wanted}); this runtime's cuDNN is {cudnn}")
+    built, by = facts.cuda_needed()
+    if built and cuda and not same_cuda_family(built, cuda):
+        return (f"{facts.title} is built for CUDA {built} ({by} says {built}) and loads "
+                f"that CUDA's libraries; this runtime is for CUDA {cuda}")
+    return None
+
+
+def same_cuda_family(built: str, runtime: str) -> bool:
+    """One CUDA library naming: the major from CUDA 11 on, else major.minor."""
+    first, second = version_tuple(built), version_tuple(runtime)
+    if not first or not second or first[0] != second[0]:
+        return False
+    if first[0] >= 11:
+        return True
+    # before 11 a runtime named "10" stands for 10.2 (catalogue.cuda_key's rule)
+    return (first + (0,))[1] == (second + (2 if second[0] == 10 else 0,))[1]
+
+
+def fitting_releases(frameworks: Sequence[FrameworkFacts], platform_suffix: str,
+                     count: int = 3) -> list[Release]:
+    """The newest catalogue releases of that platform that serve every framework."""
+    fitting = [r for r in catalogue_releases() if r.platform == platform_suffix
+               and ".dev" not in r.cudnn
+               and all(fits(f, r.cuda, r.cudnn) is None for f in frameworks)]
+    return list(reversed(fitting))[:count]
+
+
+def refuse_unfit(frameworks: Sequence[FrameworkFacts], runtime: str, cuda: str, cudnn: str,
+                 platform_suffix: str) -> None:
+    """Raise CheckError when `runtime` (a recipe: CUDA `cuda`, cuDNN `cudnn`) does not
+    serve every framework, or a framework's build-info file could not be read."""
+    for facts in frameworks:
+        if facts.unreadable:
+            raise CheckError(f"{facts.title}'s build-info file cannot be read "
+                             f"({facts.unreadable}), so the CUDA and cuDNN it needs are "
+                             "unknown", f"reinstall {facts.distribution}, or set [scan] "
+                             "enabled = false in the spec and choose the release yourself")
+    reasons = [r for f in frameworks if (r := fits(f, cuda, cudnn)) is not None]
+    if not reasons:
+        return
+    releases = [r.name for r in fitting_releases(frameworks, platform_suffix)]
+    hint = (f"use a release that fits: {', '.join(releases)} (bundler recipes)" if releases
+            else "no release bundler knows serves every framework in the app: pack them "
+                 "as separate apps")
+    raise CheckError(f"{runtime} does not fit the app: {'; '.join(reasons)}", hint)
+
+
+def read_frameworks(root: Path, folders: Iterable[Path],
+                    table: DriverTable) -> tuple[FrameworkFacts, ...]:
+    """The facts of each framework bundler knows (by a reader or a table row) installed
+    in `folders`: the app's site-packages folders (those holding *.dist-info), inside the
+    app folder `root`."""
+    found: dict[str, FrameworkFacts] = {}
+    for dist in metadata.distributions(path=[str(f) for f in folders]):
+        distribution, version = dist.metadata["Name"] or "", dist.version
+        reader = _READERS.get(_family_of(distribution))
+        row = table.framework_entry(distribution, version)
+        named_cuda = cuda_in_name(distribution)
+        if (reader is None and row is None and not named_cuda) \
+                or normalize(distribution) in found:
+            continue
+        facts = FrameworkFacts(distribution, version, row=row, cuda=named_cuda,
+                               file=f"its name {distribution}" if named_cuda else "")
+        if reader is not None:
+            relpath, read = reader
+            path = Path(str(dist.locate_file(relpath)))
+            if path.is_file():
+                facts = _read_file(facts, path, _inside(path, root), read)
+        found[normalize(distribution)] = facts
+    return tuple(found[k] for k in sorted(found))
+
+
+def cuda_in_name(distribution: str) -> str:
+    """The CUDA a build names itself for, where its distribution name is the only place
+    that says it (cupy-cuda101 9.6 ships no _wheel.json): "10.1", "11" (cupy-cuda11x),
+    "11.2" (mxnet-cu112); "" for any other name. Its own file, read after, wins."""
+    found = _CUDA_IN_NAME.match(normalize(distribution))
+    if not found:
+        return ""
+    digits, any_minor = found.groups()
+    if any_minor:
+        return digits
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def frameworks_in(root: Path, table: DriverTable,
+                  leave_out: Callable[[Path, list[str]], Container[str]] | None = None
+                  ) -> tuple[FrameworkFacts, ...]:
+    """`read_frameworks` of every site-packages folder under `root` (a folder holding a
+    *.dist-info or *.egg-info); `leave_out(folder, names)` names the subfolders not to
+    enter (a bundle's runtime folder, an earlier pack's output). Only the metadata and the
+    build-info files are read: quick enough to run before anything else."""
+    folders: set[Path] = set()
+    for folder, dirs, _ in os.walk(root):
+        here = Path(folder)
+        left = leave_out(here, dirs) if leave_out is not None else ()
+        dirs[:] = [d for d in dirs if d not in left]
+        folders |= {here for d in dirs if d.endswith((".dist-info", ".egg-info"))}
+    return read_frameworks(root, sorted(folders), table)
+
+
+def _inside(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _family_of(distribution: str) -> str:
+    name = normalize(distribution)
+    return "cupy" if name.startswith("cupy_cuda") else name
+
+
+def _read_file(facts: FrameworkFacts, path: Path, relpath: str,
+               read: Callable[[str], dict[str, object]]) -> FrameworkFacts:
+    try:
+        if path.stat().st_size > _MAX_FILE_BYTES:
+            raise ValueError(f"{path.stat().st_size} bytes, more than a build-info file")
+        text = path.read_text(encoding="utf-8")
+        said = read(text)
+    except (OSError, ValueError, SyntaxError, RecursionError) as exc:
+        return replace(facts, file=relpath, unreadable=f"{relpath}: {exc}")
+    return replace(facts, file=relpath, **said)  # type: ignore[arg-type]
+
+
+def _assignments(text: str) -> dict[str, object]:
+    """Top-level `name = literal` (and `name: T = literal`) of a Python file, by `ast`."""
+    values: dict[str, object] = {}
+    for node in ast.parse(text).body:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        for target in targets:
+            if isinstance(target, ast.Name):
+                try:
+                    values[target.id] = _literal(value)
+                except ValueError:
+                    continue   # not a literal (a call, a name): not a build figure
+    return values
+
+
+def _literal(node: ast.expr) -> object:
+    # TensorFlow writes collections.OrderedDict([(key, value), ...]): read its pairs.
+    if isinstance(node, ast.Call) and node.args and not node.keywords:
+        return dict(ast.literal_eval(node.args[0]))
+    return ast.literal_eval(node)
+
+
+def _text(value: object) -> str:
+    text = "" if value is None or isinstance(value, bool) else str(value).strip()
+    return "" if text.lower() in ("false", "none", "") else text
+
+
+def _tf_figure(value: object) -> str:
+    """TensorFlow's Windows figures are DLL suffixes: "64_112" -> "11.2", "64_8" -> "8",
+    "64_101" -> "10.1"; Linux's are versions already ("11.2", "8")."""
+    text = _text(value)
+    found = _TF_SUFFIX.match(text)
+    if not found:
+        return text
+    digits = found.group(1)
+    return f"{digits[:2]}.{digits[2:]}" if len(digits) == 3 else digits
+
+
+def _paddle(text: str) -> dict[str, object]:
+    said = _assignments(text)
+    cuda, cudnn = _text(said.get("cuda_version")), _text(said.get("cudnn_version"))
+    if "cuda_version" not in said:
+        return {}   # older releases' files say no CUDA: the table's row does
+    return {"cuda": cuda, "cudnn": cudnn, "gpu_build": bool(cuda)}
+
+
+def _tensorflow(text: str) -> dict[str, object]:
+    info = _assignments(text).get("build_info")
+    if not isinstance(info, dict):
+        raise ValueError("no build_info table in it")
+    # cudart_dll_name is not taken: 2.5-2.9 say 'cudart64_112.dll', a name no CUDA
+    # release has, while their GPU check loads cudart64_110.dll (the table's row says so).
+    names = (str(info["cudnn_dll_name"]),) if info.get("cudnn_dll_name") else ()
+    return {"cuda": _tf_figure(info.get("cuda_version")),
+            "cudnn": _tf_figure(info.get("cudnn_version")),
+            "gpu_build": bool(info.get("is_cuda_build")), "loads": names}
+
+
+def _onnxruntime(text: str) -> dict[str, object]:
+    said = _assignments(text)
+    if "use_cuda" not in said:
+        raise ValueError("no use_cuda in it")
+    return {"cuda": _text(said.get("cuda_version")), "cudnn": _text(said.get("cudnn_version")),
+            "gpu_build": bool(said.get("use_cuda"))}
+
+
+def _cupy(text: str) -> dict[str, object]:
+    config = json.loads(text)
+    if not isinstance(config, dict) or "cuda" not in config:
+        raise ValueError("no \"cuda\" in it")
+    cudnn = config.get("cudnn")
+    return {"cuda": _text(config["cuda"]).removesuffix(".x"),
+            "cudnn": _text(cudnn.get("version")) if isinstance(cudnn, dict) else ""}
+
+
+def _torch(text: str) -> dict[str, object]:
+    cuda = _text(_assignments(text).get("cuda"))
+    return {"cuda": cuda, "gpu_build": bool(cuda)}
+
+
+_READERS = {
+    "paddlepaddle_gpu": ("paddle/version/__init__.py", _paddle),
+    "tensorflow": ("tensorflow/python/platform/build_info.py", _tensorflow),
+    "tensorflow_gpu": ("tensorflow/python/platform/build_info.py", _tensorflow),
+    "onnxruntime_gpu": ("onnxruntime/capi/version_info.py", _onnxruntime),
+    "cupy": ("cupy/.data/_wheel.json", _cupy),
+    "torch": ("torch/version.py", _torch),
+}

@@ -1,0 +1,1 @@
+"""`bundler init`: a first spec from what an app folder holds."""

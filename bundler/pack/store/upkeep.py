@@ -1,0 +1,142 @@
+"""Keeping the store small and tidy: what `bundler cache` shows and prunes, the size cap
+a pack enforces (least recently used first), and the debris of killed packs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from bundler.errors import BundlerError
+from bundler.pack.lock import read_lock
+from bundler.pack.store.store import Store, StoreError, remove_read_only
+
+DEFAULT_MAX = "20G"
+MAX_VARIABLE = "BUNDLER_STORE_MAX"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"(?P<number>[0-9]+(\.[0-9]*)?|\.[0-9]+)(?P<unit>[KMGT]?)")
+_MAX_DIGITS = 24   # a yottabyte: more is a typo, and would overflow float()
+# A file in tmp/ older than this is debris of a pack that was killed, not one running.
+DEBRIS_AGE = 15 * 60
+
+
+def size_cap(environ: Mapping[str, str]) -> int:
+    """$BUNDLER_STORE_MAX in bytes ("20G", "500M", "0" for no cap); StoreError if it is
+    not a size."""
+    text = (environ.get(MAX_VARIABLE) or DEFAULT_MAX).strip().upper().removesuffix("B")
+    # Digits only: float() would also take "inf", "nan" and "1e400", which no int holds.
+    size = _SIZE.fullmatch(text)
+    if size is None or len(size["number"]) > _MAX_DIGITS:
+        raise StoreError(f"{MAX_VARIABLE}={environ.get(MAX_VARIABLE)!r} is not a size",
+                         f"give bytes with an optional K, M, G or T: e.g. {DEFAULT_MAX}, "
+                         "or 0 for no cap")
+    return int(float(size["number"]) * _UNITS[size["unit"]])
+
+
+def trim(store: Store, cap: int, keep: frozenset[str]) -> list[str]:
+    """Remove the least recently used objects (never `keep`, this pack's) until the
+    store holds at most `cap` bytes (0: no cap), and the records that named them.
+    Returns the sha256 of each removed object."""
+    if cap <= 0:
+        return []
+    sizes = {path.name: path.stat().st_size for path in store.all_objects()}
+    excess = sum(sizes.values()) - cap
+    removed: list[str] = []
+    for sha256 in sorted(set(sizes) - keep, key=store.last_used):
+        if excess <= 0:
+            break
+        remove_read_only(store.object_path(sha256))
+        (store.root / "used" / sha256).unlink(missing_ok=True)
+        excess -= sizes[sha256]
+        removed.append(sha256)
+    if removed:
+        _drop_orphan_records(store)
+    return removed
+
+
+def _drop_orphan_records(store: Store) -> None:
+    for record_path in sorted((store.root / "sources").glob("*")):
+        record = store.record(record_path.name)
+        if record is None or not all(store.object_path(h).exists()
+                                     for h in record.members.values()):
+            record_path.unlink(missing_ok=True)
+
+
+def debris(store: Store, now: float | None = None) -> list[Path]:
+    """What killed packs left in tmp/ (a running pack's files are younger)."""
+    folder = store.root / "tmp"
+    cutoff = (time.time() if now is None else now) - DEBRIS_AGE
+    return sorted(p for p in folder.iterdir() if p.lstat().st_mtime < cutoff) \
+        if folder.is_dir() else []
+
+
+@dataclass(frozen=True)
+class PinningLock:
+    lock: Path
+    recipe: str
+    pinned: frozenset[str]   # sha256 of the files it pins; empty if it is gone
+    exists: bool
+
+
+@dataclass(frozen=True)
+class StoreReport:
+    """What `bundler cache` shows, and what `bundler cache prune` removes."""
+
+    root: str
+    objects: int
+    size: int                 # bytes, each object once
+    locks: tuple[PinningLock, ...]
+    unpinned: tuple[tuple[str, int], ...]   # (sha256, size) pinned by no lock here
+    debris: int = 0           # bytes in tmp/ that killed packs left (prune removes them)
+    removed: bool = False
+
+    @property
+    def unpinned_size(self) -> int:
+        return sum(size for _, size in self.unpinned)
+
+
+def examine(store: Store) -> StoreReport:
+    locks = tuple(_pinning(lock, recipe) for _, lock, recipe in store.registered_locks())
+    pinned = frozenset().union(*(lock.pinned for lock in locks))
+    sizes = {path.name: path.stat().st_size for path in store.all_objects()}
+    return StoreReport(root=str(store.root), objects=len(sizes), size=sum(sizes.values()),
+                       locks=locks, unpinned=tuple((sha, size) for sha, size in
+                                                   sorted(sizes.items()) if sha not in pinned),
+                       debris=sum(_tree_size(p) for p in debris(store)))
+
+
+def _tree_size(path: Path) -> int:
+    if path.is_dir() and not path.is_symlink():
+        return sum(p.lstat().st_size for p in path.rglob("*") if not p.is_dir())
+    return path.lstat().st_size
+
+
+def prune(store: Store) -> StoreReport:
+    """Remove every object no registered lock on this machine pins, the registrations of
+    locks that are gone, and the records of inputs whose files went with them."""
+    report = examine(store)
+    for sha256, _ in report.unpinned:
+        remove_read_only(store.object_path(sha256))
+    for entry, lock, _ in store.registered_locks():
+        if not lock.is_file():
+            entry.unlink(missing_ok=True)
+    _drop_orphan_records(store)
+    for leftover in debris(store):
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            remove_read_only(leftover)   # an object moved aside may still be a bundle's
+    return replace(report, removed=True)
+
+
+def _pinning(lock: Path, recipe: str) -> PinningLock:
+    try:
+        read = read_lock(lock) if lock.is_file() else None
+    except BundlerError:
+        read = None   # a damaged lock pins nothing it can name; the objects stay until
+        # prune, which then removes them: the next pack reads the inputs again
+    return PinningLock(lock=lock, recipe=recipe, exists=lock.is_file(),
+                       pinned=frozenset(read.files.values()) if read else frozenset())

@@ -1,0 +1,144 @@
+"""The zip streams a `--zip` pack compressed, kept for the next one.
+
+Compressing is most of the work of `--zip` (a 1.7 GB bundle: minutes on two cores), and
+a re-pack zips mostly the same bytes again. Each member's deflate stream is kept in the
+runtime store's folder, under `zip-streams/`, keyed by the sha256 of the member's bytes
+and the compressor's settings (level, piece size, zlib's version: anything that changes
+the stream's bytes):
+
+    zip-streams/ab/<key>.deflate   the raw deflate stream, as the zip holds it
+    zip-streams/ab/<key>.json      its CRC-32, sizes and the stream's own sha256, sealed
+                                   with the store's key (store/seal.py); its modification
+                                   time is the stream's last use
+
+A stream is copied into the new zip only while its bytes hash to the sealed record;
+anything else (a stream changed, a record forged or torn) is dropped and the member is
+compressed again. The streams share the store's size cap ($BUNDLER_STORE_MAX) with its
+objects: after a zip is written the least recently used streams are removed until
+objects and streams together fit, never the streams the zip just used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from bundler.errors import BundlerError
+from bundler.pack.store.seal import seal, unseal
+from bundler.support.json_files import json_bytes, read_json
+
+FOLDER = "zip-streams"
+_KIND = "zip-stream"
+_MAX_RECORD_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class StreamRecord:
+    """What a kept stream holds: the member's CRC-32 and size, and the stream's size
+    and sha256 (what its bytes are checked against before they are copied)."""
+
+    crc: int
+    size: int
+    compressed: int
+    stream_sha256: str
+
+
+@dataclass(frozen=True)
+class KeptStream:
+    path: Path
+    record: StreamRecord
+    key: str
+
+
+class StreamCache:
+    """The kept streams of one store. `settings` names every choice that changes a
+    stream's bytes; `cap`: the store's size cap in bytes (0: none)."""
+
+    def __init__(self, store_root: Path, key: bytes, settings: str, cap: int) -> None:
+        self.folder = store_root / FOLDER
+        self._objects = store_root / "objects"
+        self._tmp = store_root / "tmp"   # a killed pack's leftovers: the store's debris
+        self._key = key
+        self._settings = settings
+        self._cap = cap
+
+    def key_for(self, content_sha256: str) -> str:
+        return hashlib.sha256(f"{content_sha256}\0{self._settings}".encode()).hexdigest()
+
+    def _paths(self, key: str) -> tuple[Path, Path]:
+        base = self.folder / key[:2] / key
+        return base.with_suffix(".deflate"), base.with_suffix(".json")
+
+    def find(self, content_sha256: str, size: int) -> KeptStream | None:
+        """The kept stream of a member of these bytes, if its sealed record holds and
+        the stream has the recorded size (its bytes are checked as they are copied)."""
+        key = self.key_for(content_sha256)
+        stream, record_path = self._paths(key)
+        try:
+            body = unseal(self._key, _KIND, key,
+                          read_json(record_path, _MAX_RECORD_BYTES, BundlerError, ""))
+            record = StreamRecord(**body) if isinstance(body, dict) else None
+            if record is None or record.size != size or \
+                    stream.stat().st_size != record.compressed:
+                return None
+            os.utime(record_path)   # used now: the size cap keeps it longest
+        except (BundlerError, OSError, TypeError):
+            return None
+        return KeptStream(stream, record, key)
+
+    @contextlib.contextmanager
+    def new_stream(self) -> Iterator[BinaryIO]:
+        """A temporary file a stream is written to while it is made."""
+        self._tmp.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix="zip-stream-", dir=self._tmp)
+        os.close(handle)
+        try:
+            with open(name, "wb") as out:   # its name is the path keep() renames
+                yield out
+        finally:
+            Path(name).unlink(missing_ok=True)   # kept (renamed) by keep(), or dropped
+
+    def keep(self, written: BinaryIO, content_sha256: str, record: StreamRecord) -> None:
+        """Make the stream written to `written` (from new_stream) the kept one."""
+        key = self.key_for(content_sha256)
+        stream, record_path = self._paths(key)
+        stream.parent.mkdir(parents=True, exist_ok=True)
+        written.close()   # Windows renames no open file
+        os.replace(written.name, stream)
+        handle, temporary = tempfile.mkstemp(prefix=f".{key}.", dir=stream.parent)
+        with os.fdopen(handle, "wb") as out:
+            out.write(json_bytes(seal(self._key, _KIND, key, record.__dict__)))
+        os.replace(temporary, record_path)
+
+    def drop(self, key: str) -> None:
+        for path in self._paths(key):
+            path.unlink(missing_ok=True)
+
+    def trim(self, used: frozenset[str]) -> list[str]:
+        """Remove the least recently used streams (never `used`, the keys this zip took)
+        until the store's objects and the streams fit its cap. Returns the keys removed."""
+        if self._cap <= 0 or not self.folder.is_dir():
+            return []
+        objects = sum(p.stat().st_size for p in self._objects.glob("*/*")) \
+            if self._objects.is_dir() else 0
+        kept: dict[str, tuple[float, int]] = {}
+        for record_path in self.folder.glob("*/*.json"):
+            with contextlib.suppress(OSError):
+                stream = record_path.with_suffix(".deflate")
+                size = stream.stat().st_size if stream.exists() else 0
+                kept[record_path.stem] = (record_path.stat().st_mtime, size)
+        excess = objects + sum(size for _, size in kept.values()) - self._cap
+        removed = []
+        for key in sorted(set(kept) - used, key=lambda k: kept[k][0]):
+            if excess <= 0:
+                break
+            self.drop(key)
+            excess -= kept[key][1]
+            removed.append(key)
+        return removed

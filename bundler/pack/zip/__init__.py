@@ -1,0 +1,1 @@
+"""`pack --zip`: the bundle as one deterministic zip."""

@@ -1,0 +1,1 @@
+"""The platform seam: the registry of platforms and the shapes every platform fills."""

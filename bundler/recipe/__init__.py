@@ -1,0 +1,1 @@
+"""Recipes: the model of one runtime, its loader, its consistency checks and selections."""

@@ -1,0 +1,388 @@
+"""Recipes: the knowledge of one runtime, loaded from `recipes/*.toml`.
+
+A recipe says which sources a runtime comes from, which files each component
+takes from them, what each component requires, and what is never shipped. Code
+elsewhere reads these facts; it never hard-codes a runtime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path, PurePosixPath
+
+from bundler.errors import RecipeError, SourceError
+from bundler.platforms.registry import Platform, Trust, platform_for
+from bundler.recipe.checks import check_consistency, driver_minimums, signer_trust
+from bundler.recipe.selection import selected
+from bundler.releases.catalogue import catalogue_releases, cuda_key
+from bundler.releases.channels import detect as detect_channel
+from bundler.releases.families import runtime_sets
+from bundler.releases.render import (
+    CUDNN_SOURCE,
+    channel_of,
+    default_channel,
+    release_for,
+    render,
+    rendered_from,
+)
+from bundler.releases.runtime_inputs import overrides as runtime_overrides
+from bundler.support.paths import is_bare_file_name
+from bundler.support.suggest import did_you_mean
+from bundler.support.toml_tables import Table, load_toml_bytes, parse_toml_text
+
+LICENCE_COMPONENT = "licence"
+
+
+@dataclass(frozen=True)
+class SourceKind:
+    """A kind of recipe source, and what such an input is when found on disk: an
+    "archive" (zip), a "wheel" or a "folder" (what `bundler inspect` tells apart)."""
+
+    name: str
+    found_as: tuple[str, ...]
+
+
+# The one list of source kinds; bundler.pack.sources has a reader for each.
+SOURCE_KINDS = {kind.name: kind for kind in (
+    SourceKind("archive", ("archive", "wheel")),   # a wheel is a zip too
+    SourceKind("toolkit", ("folder",)),
+    SourceKind("folder", ("folder",)),
+    SourceKind("wheel", ("wheel",)),
+)}
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What a recipe knows of one input: its kind, how to recognise it, what it holds."""
+
+    id: str
+    kind: str
+    contents: tuple[str, ...]
+    file_name: str = ""
+    # Members the input holds that are checked only when a selected component takes
+    # them (a toolkit's math libraries: an install without them still packs cuDNN).
+    optional_contents: tuple[str, ...] = ()
+    sha256: str = ""
+    root: str = ""
+    env: tuple[str, ...] = ()
+    package: str = ""
+    version: str = ""
+    platform_tag: str = ""
+    signed_by: str = ""   # who must have signed its DLLs (a [signers] name); "" for no one
+    # The signature is checked where the file carries one (an era whose signing is not
+    # known: an unsigned file passes, a file signed by anyone else does not).
+    signature_optional: bool = False
+    pin_source: str = ""  # who published the sha256 pin (shown by the pack summary)
+
+    @property
+    def trust(self) -> str:
+        """How an input of this source is vouched for, in the pack summary's words."""
+        if self.sha256:
+            return f"pinned by sha256 ({self.pin_source})" if self.pin_source else \
+                "pinned by sha256"
+        if self.signed_by and not self.signature_optional:
+            return f"verified by {self.signed_by}'s signature (no published sha256)"
+        return "trusted on first pack: its sha256 is pinned in the lock from now on"
+
+
+@dataclass(frozen=True)
+class RuntimeFile:
+    """One file that ships in the runtime folder, and where it comes from."""
+
+    name: str
+    source: str
+    member: str
+    component: str
+    version: str = ""
+    loads: tuple[str, ...] = ()
+    signed_by: str = ""   # who must have signed it (a [signers] name); "" for no one
+    signature_optional: bool = False   # its source's: checked only where present
+    # What its export cudnnGetVersion returns (read from the code, not run); 0: unchecked.
+    cudnn_get_version: int = 0
+    # An era whose files bundler never saw: code it cannot read is noted, not refused.
+    cudnn_get_version_where_readable: bool = False
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    files: tuple[str, ...]
+    requires: tuple[str, ...]
+    description: str = ""   # shown by `bundler recipes NAME`
+    # In the selection a spec without `components` gets. The math libraries are not:
+    # they come in when asked for or when the app scan finds the app needs them.
+    default: bool = True
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    platform: str
+    description: str
+    cudnn: str
+    cuda: str
+    min_driver: str
+    sources: dict[str, SourceSpec]
+    components: dict[str, Component]
+    files: dict[str, RuntimeFile]
+    licences: tuple[RuntimeFile, ...]
+    path: Path
+    sha256: str
+    # The oldest driver that runs this CUDA under minor-version compatibility (some
+    # features, e.g. PTX JIT of newer code, need min_driver). Where given, the driver
+    # check requires this and notes a driver below min_driver; else it requires min_driver.
+    min_driver_compat: str = ""
+    # Who signs what: a signer's name (the leaf's common name) -> the roots its chain and
+    # its timestamps must reach (bundler/windows/roots.toml has the certificates).
+    signers: dict[str, Trust] = field(default_factory=dict)
+    text: bytes = field(default=b"", repr=False)   # the TOML it was read from
+
+    def trust_for(self, runtime_file: RuntimeFile) -> Trust | None:
+        """What must have signed the file, or None when the recipe asks no signature."""
+        return self.signers[runtime_file.signed_by] if runtime_file.signed_by else None
+
+    @property
+    def target(self) -> Platform:
+        """The platform its files are for (validated when the recipe was read)."""
+        return platform_for(self.platform)
+
+    @property
+    def cuda_major(self) -> int:
+        return int(self.cuda.split(".")[0])
+
+    def select(self, wanted: list[str] | None) -> list[Component]:
+        """The wanted components (default: the default ones), everything they require
+        and what their libraries load at their first call, in recipe order
+        (recipe/selection.py)."""
+        return selected(self, wanted)
+
+    def supplier_of(self, dll: str) -> RuntimeFile | None:
+        """The runtime file of that name (as its platform compares names), if any."""
+        same = self.target.same_name
+        return next((f for f in self.files.values() if same(f.name, dll)), None)
+
+    def files_for(self, components: list[Component]) -> list[RuntimeFile]:
+        """Runtime files of the components, then the licences of the sources they use."""
+        files = [self.files[name] for c in components for name in c.files]
+        used_sources = {f.source for f in files}
+        return files + [lic for lic in self.licences if lic.source in used_sources]
+
+
+def required_trust(name: str, recipes: tuple[Recipe, ...] | list[Recipe]) -> Trust | None:
+    """Who must have signed a runtime file of this name, by the first recipe that ships
+    one and asks a signature (Windows file names ignore case); None if none asks."""
+    for recipe in recipes:
+        for runtime_file in recipe.files.values():
+            if recipe.target.same_name(runtime_file.name, name) and runtime_file.signed_by:
+                return recipe.trust_for(runtime_file)
+    return None
+
+
+def shipped_recipe_dir() -> Path:
+    # A wheel carries the top-level recipes/ folder as package data (bundler.recipes);
+    # a source checkout, or an editable install of one, has it beside the package.
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "recipes").is_dir():
+        return checkout / "recipes"
+    # bundler.recipes has no __init__.py: ask the regular package for its folder.
+    return Path(str(resources.files("bundler").joinpath("recipes")))
+
+
+def shipped_recipes() -> list[Recipe]:
+    return [load_recipe_file(p) for p in sorted(shipped_recipe_dir().glob("*.toml"))]
+
+
+def families_dir() -> Path:
+    return shipped_recipe_dir() / "families"
+
+
+def find_recipe(name_or_path: str, relative_to: Path,
+                inputs: Mapping[str, Path] | None = None) -> Recipe:
+    """A recipe file by path (relative to the spec), a shipped recipe by name, or any
+    release of the catalogue by name, rendered from its family (bundler/releases/).
+    `inputs`: the paths the spec gives by source id. The cuDNN input's layout picks the
+    channel; a CUDA toolkit or another companion wheel changes the runtime half."""
+    inputs = inputs or {}
+    if name_or_path.endswith(".toml") or "/" in name_or_path or "\\" in name_or_path:
+        return load_recipe_file((relative_to / name_or_path).resolve())
+    candidate = shipped_recipe_dir() / f"{name_or_path}.toml"
+    shipped = load_recipe_file(candidate) if candidate.is_file() else None
+    if shipped is not None and not _needs_rendering(shipped, inputs):
+        return shipped
+    release = release_for(name_or_path)
+    if release is None:
+        known = ", ".join(r.name for r in shipped_recipes())
+        names = [*(r.name for r in shipped_recipes()), *(r.name for r in catalogue_releases())]
+        raise RecipeError(f"no shipped recipe is named '{name_or_path}'"
+                          f"{did_you_mean(name_or_path, names, 0.8)}",
+                          f"use one of: {known}, a catalogue release "
+                          "(cudnn-<version>-cuda<major>-win-x64 or -linux-x64: bundler "
+                          "recipes), or a "
+                          "path to a recipe file")
+    cudnn_input = inputs.get(CUDNN_SOURCE)
+    channel = (channel_of(release, cudnn_input) if cudnn_input is not None
+               else default_channel(release))
+    text = render(release, channel, families_dir(), inputs).encode()
+    return load_recipe_text(text, Path(f"{release.name} ({rendered_from(release)})"))
+
+
+def _needs_rendering(shipped: Recipe, inputs: Mapping[str, Path]) -> bool:
+    """Whether the spec's inputs are another channel than the shipped recipe reads: the
+    cuDNN input in another layout (NVIDIA's redist archive of a release the shipped
+    recipe takes from PyPI), a CUDA toolkit or another companion wheel."""
+    runtime = runtime_sets(families_dir(), shipped.target.release_suffix).get(
+        cuda_key(shipped.cuda))
+    if runtime is not None and runtime_overrides(runtime, inputs):
+        return True
+    own = shipped.sources.get(CUDNN_SOURCE)
+    cudnn_input = inputs.get(CUDNN_SOURCE)
+    if cudnn_input is None or own is None:
+        return False
+    major = int(shipped.cudnn.split(".")[0])
+    try:
+        found = detect_channel(cudnn_input, major, shipped.target.release_suffix)
+    except SourceError:
+        return False   # the shipped recipe's own source names what is wrong with it
+    return (found.kind, found.root) != (own.kind, own.root)
+
+
+def load_recipe_file(path: Path) -> Recipe:
+    data, raw = load_toml_bytes(path, RecipeError, "recipe")
+    return _recipe(data, raw, path)
+
+
+def load_recipe_text(raw: bytes, label: Path) -> Recipe:
+    """A recipe from TOML text (a rendered one); `label` names it in messages."""
+    return _recipe(parse_toml_text(raw.decode(), label, RecipeError), raw, label)
+
+
+def _recipe(data: dict, raw: bytes, path: Path) -> Recipe:
+    top = Table(data, path, "", RecipeError, "docs/recipe-format.md")
+    name = top.take("name", str)
+    platform = top.take("platform", str)
+    target = platform_for(platform, path)   # an unknown one would skip its checks
+    description = top.take("description", str, "")
+    versions = top.table("versions")
+    cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
+    min_driver, min_driver_compat = driver_minimums(versions, cuda, target)
+    versions.done()
+    signers = {name: signer_trust(name, t) for name, t in top.tables("signers").items()}
+    sources = {sid: _source(sid, t, platform) for sid, t in top.tables("sources").items()}
+    file_facts = top.tables("files")
+    components, files = _components(top, sources, file_facts)
+    licences = tuple(_file_ref(ref, LICENCE_COMPONENT, sources, top)
+                     for ref in top.take("licences", list, []))
+    top.done()
+    for leftover in file_facts:
+        raise RecipeError(f"{path}: [files.\"{leftover}\"] is not a file of any component",
+                          "add it to a component's files or remove the table")
+    recipe = Recipe(name=name, platform=platform, description=description, cudnn=cudnn,
+                    cuda=cuda, min_driver=min_driver, sources=sources,
+                    components=components, files=files, licences=licences, path=path,
+                    sha256=hashlib.sha256(raw).hexdigest(),
+                    min_driver_compat=min_driver_compat, signers=signers, text=raw)
+    check_consistency(recipe)
+    return recipe
+
+
+def _source(sid: str, table: Table, platform: str) -> SourceSpec:
+    kind = table.take("kind", str)
+    if kind not in SOURCE_KINDS:
+        raise RecipeError(f"{table.path}: [sources.{sid}] kind '{kind}' is unknown",
+                          f"use one of: {', '.join(SOURCE_KINDS)}")
+    spec = SourceSpec(
+        id=sid, kind=kind, contents=tuple(table.take_str_list("contents", [])),
+        optional_contents=tuple(table.take_str_list("optional_contents", [])),
+        file_name=table.take("file_name", str, ""), sha256=table.take("sha256", str, ""),
+        root=table.take("root", str, ""), env=tuple(table.take_str_list("env", [])),
+        package=table.take("package", str, ""), version=table.take("version", str, ""),
+        # A wheel's platform tag is the recipe's platform's (win-amd64 -> win_amd64)
+        # unless the recipe says otherwise.
+        platform_tag=table.take("platform_tag", str,
+                                platform_for(platform).wheel_tag if kind == "wheel" else ""),
+        signed_by=table.take("signed_by", str, ""),
+        signature_optional=table.take("signature_optional", bool, False),
+        pin_source=table.take("pin_source", str, ""))
+    table.done()
+    if kind == "wheel" and not (spec.package and spec.version):
+        raise RecipeError(f"{table.path}: [sources.{sid}] is a wheel but lacks package or "
+                          "version", 'add package = "nvidia-..." and version = "..." (and '
+                          "sha256, to let bundler fetch it)")
+    return spec
+
+
+def _file_ref(ref: object, component: str, sources: dict[str, SourceSpec],
+              top: Table) -> RuntimeFile:
+    """Parse "source:member" or {source, member, as} into a RuntimeFile."""
+    if isinstance(ref, str) and ":" in ref:
+        source, member = ref.split(":", 1)
+        target = ""
+    elif isinstance(ref, dict):
+        entry = Table(ref, top.path, f"{component} file", RecipeError, top.reference)
+        source, member = entry.take("source", str), entry.take("member", str)
+        target = entry.take("as", str, "")
+        entry.done()
+    else:
+        raise RecipeError(f"{top.path}: file reference {ref!r} in '{component}' is not "
+                          "\"source:member\" or {source, member, as}",
+                          'write e.g. "cudnn:bin/cudnn64_8.dll"')
+    if source not in sources:
+        raise RecipeError(f"{top.path}: '{component}' takes {member} from unknown source "
+                          f"'{source}'", f"define [sources.{source}]")
+    if target and not is_bare_file_name(target):
+        # The name is joined to the runtime folder: a path would write outside it.
+        raise RecipeError(f"{top.path}: '{component}' ships {member} as {target!r}, which "
+                          "is not a bare file name", 'give as = a file name without folders, '
+                          'e.g. as = "NVIDIA_cuDNN_LICENSE.txt"')
+    return RuntimeFile(name=target or PurePosixPath(member).name, source=source,
+                       member=member, component=component)
+
+
+def _with_facts(runtime_file: RuntimeFile, facts: Table | None, source: SourceSpec
+                ) -> RuntimeFile:
+    """Add what [files."NAME"] says: the expected version, run-time loads and signer
+    (by default its source's; "" says the file is not signed)."""
+    runtime_file = replace(runtime_file, signed_by=source.signed_by,
+                           signature_optional=source.signature_optional)
+    if facts is None:
+        return runtime_file
+    version = facts.take("version", str, "")
+    loads = tuple(facts.take_str_list("loads", []))
+    signed_by = facts.take("signed_by", str, source.signed_by)
+    get_version = facts.take("cudnn_get_version", int, 0)
+    where_readable = facts.take("cudnn_get_version_where_readable", bool, False)
+    facts.done()
+    if where_readable and not get_version:
+        raise RecipeError(f"{facts.path}: cudnn_get_version_where_readable without "
+                          "cudnn_get_version", "add cudnn_get_version or remove it")
+    return replace(runtime_file, version=version, loads=loads, signed_by=signed_by,
+                   cudnn_get_version=get_version,
+                   cudnn_get_version_where_readable=where_readable)
+
+
+def _components(top: Table, sources: dict[str, SourceSpec], file_facts: dict[str, Table]
+                ) -> tuple[dict[str, Component], dict[str, RuntimeFile]]:
+    components: dict[str, Component] = {}
+    files: dict[str, RuntimeFile] = {}
+    for cname, table in top.tables("components").items():
+        names = []
+        for ref in table.take("files", list):
+            runtime_file = _file_ref(ref, cname, sources, top)
+            runtime_file = _with_facts(runtime_file, file_facts.pop(runtime_file.name, None),
+                                       sources[runtime_file.source])
+            if runtime_file.name in files:
+                raise RecipeError(f"{top.path}: {runtime_file.name} is listed by both "
+                                  f"'{files[runtime_file.name].component}' and '{cname}'",
+                                  "list each file in one component")
+            files[runtime_file.name] = runtime_file
+            names.append(runtime_file.name)
+        components[cname] = Component(
+            name=cname, files=tuple(names),
+            requires=tuple(table.take_str_list("requires", [])),
+            description=table.take("description", str, ""),
+            default=table.take("default", bool, True))
+        table.done()
+    return components, files

@@ -1,0 +1,1 @@
+"""Generators of bundler's shipped catalogues; run from a checkout, never shipped."""
