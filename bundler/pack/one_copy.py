@@ -32,7 +32,7 @@ from bundler.recipe.load import Component, Recipe
 from bundler.support.suggest import listing
 
 if TYPE_CHECKING:  # the spec module imports the builders, which import this module
-    from bundler.pack.spec import Spec
+    from bundler.pack.spec_model import Spec
 
 _SHOWN = 6
 FIX = ("install the framework's \"local CUDA\" variant, which loads the libraries already "

@@ -22,7 +22,7 @@ from bundler.pack.store.store import store_root
 from bundler.support.user_dirs import user_config_dir
 
 if TYPE_CHECKING:  # the spec module imports the builders table, which imports this
-    from bundler.pack.spec import Spec
+    from bundler.pack.spec_model import Spec
 
 
 def own_data(spec: Spec, inputs: Mapping[str, Path], environ: Mapping[str, str]

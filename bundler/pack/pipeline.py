@@ -17,7 +17,7 @@ from bundler.errors import BundlerError
 from bundler.formats.manifest import MANIFEST_NAME, Manifest, write_manifest
 from bundler.pack.app_needs import Selection, Unprovided, select_for_app
 from bundler.pack.app_scan import Need, refuse_unfit_release, scan_app
-from bundler.pack.builders import BUILDERS
+from bundler.pack.builders import builder_named
 from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.builders.folder import check_entry
 from bundler.pack.emit import build_manifest, built_files
@@ -109,7 +109,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     zip_to = zip_to or spec.zip   # --zip PATH wins over the spec's app.zip
     zip_path = check_zip_path(zip_to, target) if zip_to else None
     zipped: PendingZip | None = None
-    build = BUILDERS[spec.builder]
+    build = builder_named(spec.builder).build
     warnings: list[str] = []
     store = _store_or_none(environ, warnings)
 

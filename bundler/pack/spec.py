@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import SpecError
 from bundler.formats.manifest import MAX_RUNTIME_DIR_DEPTH
-from bundler.pack.builders import BUILDERS
-from bundler.pack.builders.embedded_python import check_embedded_keys
+from bundler.pack.builders import BUILDERS, builder_named
 from bundler.pack.emit import BOOTSTRAP_NAME
+from bundler.pack.spec_model import ScanSettings, Spec
 from bundler.support.paths import (
     WINDOWS_NAME_HINT,
     escapes,
@@ -20,57 +19,12 @@ from bundler.support.paths import (
 )
 from bundler.support.toml_tables import Table, load_toml, shown
 
+# Spec and ScanSettings live in pack/spec_model.py (the builders read them); the reader
+# hands them out as before.
+__all__ = ["BUILDERS", "MAX_APP_NAME", "ScanSettings", "Spec", "load_spec"]
+
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_APP_NAME = 64  # dist/<name>/<runtime dir>/<dll> must fit Windows' 260-character paths
-
-
-@dataclass(frozen=True)
-class ScanSettings:
-    """[scan]: the app scan (docs/spec-format.md)."""
-
-    enabled: bool = True
-    dlls: tuple[str, ...] = ()          # DLLs the app loads that no scan can see
-    components: tuple[str, ...] = ()    # components to add on top of the selection
-    allow_app_copies: bool = False      # pack even if the app ships its own cuDNN (torch)
-    # or its environment holds nvidia-* wheels a framework loads by path
-    environment: str = ""               # the site-packages of the app's outside Python
-
-
-@dataclass(frozen=True)
-class Spec:
-    path: Path
-    name: str
-    builder: str
-    app_path: Path | None
-    entry: str
-    script: Path | None
-    pyinstaller_spec: Path | None
-    recipe: str
-    components: list[str]
-    runtime_dir: str
-    require_driver: bool
-    sources: dict[str, str] = field(default_factory=dict)
-    onefile: bool = False
-    python: str = ""                    # embedded-python: the CPython version ("3.11")
-    requirements: Path | None = None    # embedded-python: a pip requirements file
-    zip: Path | None = None             # also write the bundle as this zip (pack --zip)
-    scan: ScanSettings = field(default_factory=lambda: ScanSettings())
-    # File-name globs of runtime files accepted without the signature the recipe asks.
-    allow_unsigned: list[str] = field(default_factory=list)
-    # The spec's tables as read (every key the user wrote): the lock records them, so a
-    # later pack tells a spec change from a changed input (pack/lock.py).
-    tables: dict[str, dict] = field(default_factory=dict, compare=False)
-
-    @property
-    def folder(self) -> Path:
-        return self.path.parent
-
-    @property
-    def lock_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".lock")
-
-    def default_out(self) -> Path:
-        return self.folder / "dist" / self.name
 
 
 def load_spec(path: Path) -> Spec:
@@ -134,9 +88,9 @@ def _app_name(app: Table) -> str:
 
 def _builder(app: Table) -> str:
     builder = app.take("builder", str, "folder")
-    if builder not in BUILDERS:
+    if builder not in (known := [b.name for b in BUILDERS]):
         raise SpecError(f"{app.path}: app.builder {builder!r} is unknown",
-                        f"use one of: {', '.join(BUILDERS)}")
+                        f"use one of: {', '.join(known)}")
     return builder
 
 
@@ -197,26 +151,23 @@ def _runtime_dir(runtime: Table) -> str:
 
 
 def _check_builder_keys(spec: Spec) -> None:
-    where = spec.path
-    if spec.builder != "embedded-python" and (spec.python or spec.requirements):
-        raise SpecError(f"{where}: app.python/requirements need builder = "
-                        '"embedded-python"', 'set builder = "embedded-python" or remove them')
-    if spec.builder in ("folder", "embedded-python"):
-        if spec.app_path is None:
-            raise SpecError(f"{where}: app.path is required with builder = "
-                            f"\"{spec.builder}\"",
-                            'add path = "app" (the folder to ship, relative to the spec)')
-        if spec.script or spec.pyinstaller_spec or spec.onefile:
-            raise SpecError(f"{where}: app.script/pyinstaller_spec/onefile need builder = "
-                            '"pyinstaller"', 'set builder = "pyinstaller" or remove them')
-        if spec.builder == "embedded-python":
-            check_embedded_keys(spec)
-        return
-    if spec.entry:  # it would be silently ignored: say so
-        raise SpecError(f"{where}: app.entry is for builder = \"folder\"; a PyInstaller app "
-                        "loads the bootstrap through its first runtime hook",
-                        "remove app.entry (app.script names the script to build)")
-    if (spec.script is None) == (spec.pyinstaller_spec is None):
-        raise SpecError(f"{where}: builder = \"pyinstaller\" needs exactly one of "
-                        "app.script and app.pyinstaller_spec",
-                        'add script = "main.py" or pyinstaller_spec = "app.spec"')
+    """A key only another builder takes would be silently ignored: refuse it, naming the
+    builder it is for; then the spec's builder checks the keys it takes (its record)."""
+    for other in BUILDERS:
+        if other.name == spec.builder:
+            continue
+        theirs = [key for key in other.keys
+                  if not any(key in b.keys for b in BUILDERS if b is not other)]
+        if any(_given(spec, key) for key in theirs):
+            raise SpecError(f"{spec.path}: app.{'/'.join(theirs)} need builder = "
+                            f'"{other.name}"', f'set builder = "{other.name}" or remove them')
+    builder_named(spec.builder).check(spec)
+
+
+# The Spec field each builder key fills, where it is not the key's own name.
+_FIELDS = {"path": "app_path"}
+
+
+def _given(spec: Spec, key: str) -> bool:
+    """Whether the spec sets `key` of [app] (to something other than its default)."""
+    return bool(getattr(spec, _FIELDS.get(key, key)))

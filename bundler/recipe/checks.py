@@ -11,7 +11,7 @@ from bundler.platforms.registry import Platform, Trust
 from bundler.support.toml_tables import Table
 
 if TYPE_CHECKING:
-    from bundler.recipe.load import Recipe
+    from bundler.recipe.model import Recipe
 
 _FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
 

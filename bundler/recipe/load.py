@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError, SourceError
-from bundler.platforms.registry import Platform, Trust, platform_for
+from bundler.platforms.registry import platform_for
 from bundler.recipe.checks import check_consistency, driver_minimums, signer_trust
-from bundler.recipe.selection import selected
+from bundler.recipe.model import (
+    LICENCE_COMPONENT,
+    SOURCE_KINDS,
+    Component,
+    Recipe,
+    RuntimeFile,
+    SourceKind,
+    SourceSpec,
+    required_trust,
+)
 from bundler.releases.catalogue import catalogue_releases, cuda_key
 from bundler.releases.channels import detect as detect_channel
 from bundler.releases.families import runtime_sets
@@ -33,153 +42,10 @@ from bundler.support.paths import is_bare_file_name
 from bundler.support.suggest import did_you_mean
 from bundler.support.toml_tables import Table, load_toml_bytes, parse_toml_text
 
-LICENCE_COMPONENT = "licence"
-
-
-@dataclass(frozen=True)
-class SourceKind:
-    """A kind of recipe source, and what such an input is when found on disk: an
-    "archive" (zip), a "wheel" or a "folder" (what `bundler inspect` tells apart)."""
-
-    name: str
-    found_as: tuple[str, ...]
-
-
-# The one list of source kinds; bundler.pack.sources has a reader for each.
-SOURCE_KINDS = {kind.name: kind for kind in (
-    SourceKind("archive", ("archive", "wheel")),   # a wheel is a zip too
-    SourceKind("toolkit", ("folder",)),
-    SourceKind("folder", ("folder",)),
-    SourceKind("wheel", ("wheel",)),
-)}
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    """What a recipe knows of one input: its kind, how to recognise it, what it holds."""
-
-    id: str
-    kind: str
-    contents: tuple[str, ...]
-    file_name: str = ""
-    # Members the input holds that are checked only when a selected component takes
-    # them (a toolkit's math libraries: an install without them still packs cuDNN).
-    optional_contents: tuple[str, ...] = ()
-    sha256: str = ""
-    root: str = ""
-    env: tuple[str, ...] = ()
-    package: str = ""
-    version: str = ""
-    platform_tag: str = ""
-    signed_by: str = ""   # who must have signed its DLLs (a [signers] name); "" for no one
-    # The signature is checked where the file carries one (an era whose signing is not
-    # known: an unsigned file passes, a file signed by anyone else does not).
-    signature_optional: bool = False
-    pin_source: str = ""  # who published the sha256 pin (shown by the pack summary)
-
-    @property
-    def trust(self) -> str:
-        """How an input of this source is vouched for, in the pack summary's words."""
-        if self.sha256:
-            return f"pinned by sha256 ({self.pin_source})" if self.pin_source else \
-                "pinned by sha256"
-        if self.signed_by and not self.signature_optional:
-            return f"verified by {self.signed_by}'s signature (no published sha256)"
-        return "trusted on first pack: its sha256 is pinned in the lock from now on"
-
-
-@dataclass(frozen=True)
-class RuntimeFile:
-    """One file that ships in the runtime folder, and where it comes from."""
-
-    name: str
-    source: str
-    member: str
-    component: str
-    version: str = ""
-    loads: tuple[str, ...] = ()
-    signed_by: str = ""   # who must have signed it (a [signers] name); "" for no one
-    signature_optional: bool = False   # its source's: checked only where present
-    # What its export cudnnGetVersion returns (read from the code, not run); 0: unchecked.
-    cudnn_get_version: int = 0
-    # An era whose files bundler never saw: code it cannot read is noted, not refused.
-    cudnn_get_version_where_readable: bool = False
-
-
-@dataclass(frozen=True)
-class Component:
-    name: str
-    files: tuple[str, ...]
-    requires: tuple[str, ...]
-    description: str = ""   # shown by `bundler recipes NAME`
-    # In the selection a spec without `components` gets. The math libraries are not:
-    # they come in when asked for or when the app scan finds the app needs them.
-    default: bool = True
-
-
-@dataclass(frozen=True)
-class Recipe:
-    name: str
-    platform: str
-    description: str
-    cudnn: str
-    cuda: str
-    min_driver: str
-    sources: dict[str, SourceSpec]
-    components: dict[str, Component]
-    files: dict[str, RuntimeFile]
-    licences: tuple[RuntimeFile, ...]
-    path: Path
-    sha256: str
-    # The oldest driver that runs this CUDA under minor-version compatibility (some
-    # features, e.g. PTX JIT of newer code, need min_driver). Where given, the driver
-    # check requires this and notes a driver below min_driver; else it requires min_driver.
-    min_driver_compat: str = ""
-    # Who signs what: a signer's name (the leaf's common name) -> the roots its chain and
-    # its timestamps must reach (bundler/windows/roots.toml has the certificates).
-    signers: dict[str, Trust] = field(default_factory=dict)
-    text: bytes = field(default=b"", repr=False)   # the TOML it was read from
-
-    def trust_for(self, runtime_file: RuntimeFile) -> Trust | None:
-        """What must have signed the file, or None when the recipe asks no signature."""
-        return self.signers[runtime_file.signed_by] if runtime_file.signed_by else None
-
-    @property
-    def target(self) -> Platform:
-        """The platform its files are for (validated when the recipe was read)."""
-        return platform_for(self.platform)
-
-    @property
-    def cuda_major(self) -> int:
-        return int(self.cuda.split(".")[0])
-
-    def select(self, wanted: list[str] | None) -> list[Component]:
-        """The wanted components (default: the default ones), everything they require
-        and what their libraries load at their first call, in recipe order
-        (recipe/selection.py)."""
-        return selected(self, wanted)
-
-    def supplier_of(self, dll: str) -> RuntimeFile | None:
-        """The runtime file of that name (as its platform compares names), if any."""
-        same = self.target.same_name
-        return next((f for f in self.files.values() if same(f.name, dll)), None)
-
-    def files_for(self, components: list[Component]) -> list[RuntimeFile]:
-        """Runtime files of the components, then the licences of the sources they use."""
-        files = [self.files[name] for c in components for name in c.files]
-        used_sources = {f.source for f in files}
-        return files + [lic for lic in self.licences if lic.source in used_sources]
-
-
-def required_trust(name: str, recipes: tuple[Recipe, ...] | list[Recipe]) -> Trust | None:
-    """Who must have signed a runtime file of this name, by the first recipe that ships
-    one and asks a signature (Windows file names ignore case); None if none asks."""
-    for recipe in recipes:
-        for runtime_file in recipe.files.values():
-            if recipe.target.same_name(runtime_file.name, name) and runtime_file.signed_by:
-                return recipe.trust_for(runtime_file)
-    return None
-
+# The model's records, where the rest of bundler has always found them.
+__all__ = ["LICENCE_COMPONENT", "SOURCE_KINDS", "Component", "Recipe", "RuntimeFile",
+           "SourceKind", "SourceSpec", "find_recipe", "families_dir", "load_recipe_file",
+           "load_recipe_text", "required_trust", "shipped_recipe_dir", "shipped_recipes"]
 
 def shipped_recipe_dir() -> Path:
     # A wheel carries the top-level recipes/ folder as package data (bundler.recipes);

@@ -22,7 +22,7 @@ from bundler.releases.families import Family, FamilyFile, families
 from bundler.support.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from bundler.recipe.load import Component, Recipe
+    from bundler.recipe.model import Component, Recipe
 
 
 def selected(recipe: Recipe, wanted: Sequence[str] | None) -> list[Component]:

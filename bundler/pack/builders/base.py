@@ -1,15 +1,21 @@
-"""What a builder hands the pipeline: the app root, the bootstrap, what it left out."""
+"""What a builder is (its `Builder` record) and what it hands the pipeline: the app root,
+the bootstrap, what it left out."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler.formats.manifest import BootstrapEntry
 from bundler.pack.builders.pip_wheels import LockedWheel
 from bundler.pack.one_copy import LeftOutWheel
+
+if TYPE_CHECKING:
+    from bundler.pack.spec_model import Spec
+    from bundler.recipe.model import Recipe
 
 
 @dataclass(frozen=True)
@@ -45,3 +51,18 @@ class BuildOptions:
     locked_wheels: tuple[LockedWheel, ...] | None = None
     # bundler's own files (the spec, its lock, inputs, store, cache): never copied
     own_data: Mapping[Path, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Builder:
+    """One way to make the app: everything bundler knows of it, in its own module.
+
+    The spec reader (pack/spec.py) reads the keys every spec has, refuses a key that
+    only another builder takes, and hands the spec to `check`; the pipeline calls
+    `build`. A new builder is a module that exports one of these, listed in
+    pack/builders/__init__.py."""
+
+    name: str                     # the spec's app.builder
+    keys: tuple[str, ...]         # the [app] keys it takes beyond name, builder, zip
+    check: Callable[[Spec], None]  # refuses (SpecError) what its keys cannot build
+    build: Callable[[Spec, Recipe, Path, Path, BuildOptions], BuiltApp]

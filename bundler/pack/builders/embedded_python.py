@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.errors import SpecError
-from bundler.pack.builders.base import BuildOptions, BuiltApp
+from bundler.pack.builders.base import Builder, BuildOptions, BuiltApp
 from bundler.pack.builders.cpython_embed import (
     KNOWN,
     Embeddable,
@@ -27,13 +27,13 @@ from bundler.pack.builders.cpython_embed import (
     known_embeddable,
     unpack_embeddable,
 )
-from bundler.pack.builders.folder import build_folder_app
+from bundler.pack.builders.folder import build_folder_app, require_app_path
 from bundler.pack.builders.pip_wheels import WHEEL_TAG, LockedWheel, install_requirements
 from bundler.pack.one_copy import LeftOutWheel, leave_out_provided
 
-if TYPE_CHECKING:  # the spec module imports the builders table
-    from bundler.pack.spec import Spec
-    from bundler.recipe.load import Recipe
+if TYPE_CHECKING:
+    from bundler.pack.spec_model import Spec
+    from bundler.recipe.model import Recipe
 
 PYTHON_DIR = "python"
 SITE_PACKAGES = "Lib/site-packages"
@@ -92,6 +92,7 @@ def check_embedded_keys(spec: Spec) -> None:
     """What load_spec checks of an embedded-python spec: a CPython bundler knows, and an
     entry the launcher can name (cmd.exe reads it in the console's code page and
     expands %...% even between quotes)."""
+    require_app_path(spec)
     if not spec.python:
         known = ", ".join(f'"{python}"' for python in KNOWN)
         raise SpecError(f'{spec.path}: builder = "embedded-python" needs app.python, the '
@@ -128,3 +129,7 @@ def launcher_text(entry: str) -> str:
              f'"%~dp0{PYTHON_DIR}\\python.exe" "%~dp0{script}" %*',
              "exit /b %ERRORLEVEL%"]
     return "\r\n".join(lines) + "\r\n"
+
+
+BUILDER = Builder("embedded-python", ("path", "entry", "python", "requirements"),
+                  check_embedded_keys, build_embedded_python_app)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from bundler.errors import BundlerError, SpecError
 from bundler.formats.manifest import BootstrapEntry, UnsupportedManifest, find_manifest
 from bundler.formats.swap_journal import is_pack_file_of
-from bundler.pack.builders.base import BuildOptions, BuiltApp, Skipped
+from bundler.pack.builders.base import Builder, BuildOptions, BuiltApp, Skipped
 from bundler.pack.emit import BOOTSTRAP_NAME, inject_entry, write_bootstrap
 from bundler.pack.zip.output import is_bundle_zip
 from bundler.support.paths import (
@@ -23,9 +23,9 @@ from bundler.support.paths import (
 )
 from bundler.support.suggest import did_you_mean
 
-if TYPE_CHECKING:  # the spec module imports the builders table
-    from bundler.pack.spec import Spec
-    from bundler.recipe.load import Recipe
+if TYPE_CHECKING:
+    from bundler.pack.spec_model import Spec
+    from bundler.recipe.model import Recipe
 
 # Never copied from the user's app folder into the bundle (named in the pack summary).
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".git")
@@ -242,3 +242,14 @@ def _added_names(runtime_dir: str) -> dict[str, dict[str, str]]:
 def _link_error(path: Path, what: str) -> SpecError:
     return SpecError(f"{path}: {what}", "bundler follows links only inside the app folder: "
                      "copy the file in, or remove the link")
+
+
+def require_app_path(spec: Spec) -> None:
+    """A builder that ships a folder needs app.path, the folder."""
+    if spec.app_path is None:
+        raise SpecError(f"{spec.path}: app.path is required with builder = "
+                        f"\"{spec.builder}\"",
+                        'add path = "app" (the folder to ship, relative to the spec)')
+
+
+BUILDER = Builder("folder", ("path", "entry"), require_app_path, build_folder_app)

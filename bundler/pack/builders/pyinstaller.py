@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING
 
 from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.formats.manifest import BootstrapEntry
-from bundler.pack.builders.base import BuildOptions, BuiltApp
+from bundler.pack.builders.base import Builder, BuildOptions, BuiltApp
 from bundler.pack.emit import fill_template, write_bootstrap
 from bundler.platforms.registry import platform_for, windows
 from bundler.support.progress import line_progress
 
-if TYPE_CHECKING:  # the spec module imports the builders table
-    from bundler.pack.spec import Spec
-    from bundler.recipe.load import Recipe
+if TYPE_CHECKING:
+    from bundler.pack.spec_model import Spec
+    from bundler.recipe.model import Recipe
 
 MIN_PYINSTALLER = 6  # the onedir layout with a contents directory (_internal)
 BOOTSTRAP_MODULE = "_cudnn_bootstrap"
@@ -305,3 +305,20 @@ def _refuse_foreign_copies(spec: Spec, app: Path, runtime_names: frozenset[str])
                          f"the runtime must be in the app once, in {spec.runtime_dir}/",
                          "remove it from the PyInstaller spec's binaries/datas, or exclude "
                          "the package that brings it (e.g. an nvidia-* wheel)")
+
+
+def check_pyinstaller_keys(spec: Spec) -> None:
+    """What load_spec checks of a PyInstaller spec: one script or .spec to build, and no
+    app.entry (the bootstrap comes in through the first runtime hook)."""
+    if spec.entry:  # it would be silently ignored: say so
+        raise SpecError(f"{spec.path}: app.entry is for builder = \"folder\"; a PyInstaller "
+                        "app loads the bootstrap through its first runtime hook",
+                        "remove app.entry (app.script names the script to build)")
+    if (spec.script is None) == (spec.pyinstaller_spec is None):
+        raise SpecError(f"{spec.path}: builder = \"pyinstaller\" needs exactly one of "
+                        "app.script and app.pyinstaller_spec",
+                        'add script = "main.py" or pyinstaller_spec = "app.spec"')
+
+
+BUILDER = Builder("pyinstaller", ("script", "pyinstaller_spec", "onefile"),
+                  check_pyinstaller_keys, build_pyinstaller_app)
