@@ -247,7 +247,7 @@ MUTANTS = (
     Mutant("locked-lets-changes-by", "--locked packs whatever changed", LOCK,
            "        if changes or by_spec or outputs:\n", "        if False:\n", LOCK_TESTS),
     Mutant("spec-change-swaps-archive", "a spec change lets a replaced archive in",
-           LOCK, '_FILE_PINNED = ("archive", "wheel")', "_FILE_PINNED = ()",
+           LOCK, "return kind is not None and kind.one_file", "return False",
            ("tests/integration/test_lock_source_pins.py",)),
     Mutant("no-format-1", "a format-1 lock is refused", "bundler/formats/lockfile.py",
            "READ_FORMATS = (1, 2)", "READ_FORMATS = (2,)", LOCK_TESTS),

@@ -23,6 +23,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.sources.fetch import cache_root, cached, cached_file, can_fetch
 from bundler.recipe.load import Recipe, SourceSpec
+from bundler.recipe.model import WHEEL
 from bundler.releases.catalogue import Release, catalogue_releases
 
 MAX_DEPTH = 4          # folders below the spec's folder searched for inputs
@@ -111,20 +112,11 @@ def _find(spec: SourceSpec, nearby: Nearby, given: Mapping[str, Path],
 
 
 def _what(spec: SourceSpec) -> str:
-    if spec.kind == "wheel":
-        return f"the wheel {spec.package} {spec.version}".strip()
-    if spec.kind == "archive":
-        return f"NVIDIA's zip {spec.file_name}" if spec.file_name else "NVIDIA's zip"
-    if spec.kind == "toolkit":
-        return "a CUDA toolkit folder"
-    return "a folder holding " + ", ".join(spec.contents[:3])
+    return spec.source_kind.described(spec)
 
 
 def _example(spec: SourceSpec, cuda: str) -> str:
-    if spec.kind in ("archive", "wheel"):
-        return f"downloads/{spec.file_name or spec.id + '.zip'}"
-    return f"C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v{cuda}" \
-        if spec.kind == "toolkit" else f"{spec.id}-folder"
+    return spec.source_kind.example(spec, cuda)
 
 
 def nearby(spec_folder: Path, app: Path) -> Nearby:
@@ -211,13 +203,13 @@ def release_inputs(found: Nearby, release_suffix: str,
 def _match(spec: SourceSpec, nearby: Nearby, inside: bool) -> Path | None:
     """The first input in the project (`inside`), else beside it, that holds every
     member the source must have."""
-    if spec.kind in ("archive", "wheel"):
+    if spec.source_kind.one_file:   # a zip or a wheel among the archives found
         prefix = f"{spec.root}/" if spec.root else ""
         wanted = {prefix + member for member in spec.contents}
         for path in nearby.archives:
             if nearby.outside(path) == inside:
                 continue
-            if spec.kind == "wheel" and path.name != spec.file_name:
+            if spec.source_kind is WHEEL and path.name != spec.file_name:
                 continue   # a pinned wheel has one name; others are not it
             if wanted <= _members(path):
                 return path

@@ -16,6 +16,7 @@ from typing import Literal
 from bundler.errors import LockError
 from bundler.formats.lockfile import LOCK_FORMAT, Lock, read_lock
 from bundler.pack.requirement_files import nested_files
+from bundler.recipe.model import SOURCE_KINDS
 from bundler.support.hashing import sha256_file
 
 __all__ = ["LOCK_FORMAT", "Lock", "LockPolicy", "Settled", "bundle_changes", "bundle_record",
@@ -25,7 +26,6 @@ __all__ = ["LOCK_FORMAT", "Lock", "LockPolicy", "Settled", "bundle_changes", "bu
 # follow: the lock follows the spec; update: --update-lock; locked: --locked.
 LockPolicy = Literal["follow", "update", "locked"]
 _SHOWN = 6   # changes named in one message, then how many more
-_FILE_PINNED = ("archive", "wheel")   # source kinds whose lock pin is the file's sha256
 
 
 @dataclass(frozen=True)
@@ -231,10 +231,16 @@ def _replaced_files(old: Lock, new: Lock, moved: set[str]) -> list[str]:
     changes = []
     for sid in sorted(set(old.sources) & set(new.sources) - moved):
         was, now = old.sources[sid], new.sources[sid]
-        if was != now and (now.get("kind") in _FILE_PINNED
-                           or was.get("kind") != now.get("kind")):
+        if was != now and (_pinned_by_file(now) or was.get("kind") != now.get("kind")):
             changes.append(f"source {sid} changed")
     return changes
+
+
+def _pinned_by_file(source: Mapping[str, str]) -> bool:
+    """A source the lock pins by its file's sha256 (a zip, a wheel): a changed pin is a
+    changed input. A folder's pin follows the members the recipe takes from it."""
+    kind = SOURCE_KINDS.get(source.get("kind", ""))
+    return kind is not None and kind.one_file
 
 
 def _listed(changes: list[str]) -> str:

@@ -159,6 +159,7 @@ def _source(sid: str, table: Table, platform: str) -> SourceSpec:
     if kind not in SOURCE_KINDS:
         raise RecipeError(f"{table.path}: [sources.{sid}] kind '{kind}' is unknown",
                           f"use one of: {', '.join(SOURCE_KINDS)}")
+    source_kind = SOURCE_KINDS[kind]
     spec = SourceSpec(
         id=sid, kind=kind, contents=tuple(table.take_str_list("contents", [])),
         optional_contents=tuple(table.take_str_list("optional_contents", [])),
@@ -168,15 +169,16 @@ def _source(sid: str, table: Table, platform: str) -> SourceSpec:
         # A wheel's platform tag is the recipe's platform's (win-amd64 -> win_amd64)
         # unless the recipe says otherwise.
         platform_tag=table.take("platform_tag", str,
-                                platform_for(platform).wheel_tag if kind == "wheel" else ""),
+                                platform_for(platform).wheel_tag
+                                if source_kind.takes_platform_tag else ""),
         signed_by=table.take("signed_by", str, ""),
         signature_optional=table.take("signature_optional", bool, False),
         pin_source=table.take("pin_source", str, ""))
     table.done()
-    if kind == "wheel" and not (spec.package and spec.version):
-        raise RecipeError(f"{table.path}: [sources.{sid}] is a wheel but lacks package or "
-                          "version", 'add package = "nvidia-..." and version = "..." (and '
-                          "sha256, to let bundler fetch it)")
+    lacking = [key for key in source_kind.required if not getattr(spec, key)]
+    if lacking:
+        raise RecipeError(f"{table.path}: [sources.{sid}] is a {kind} but lacks "
+                          f"{' or '.join(source_kind.required)}", source_kind.required_hint)
     return spec
 
 

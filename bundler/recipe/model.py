@@ -7,6 +7,7 @@ loader (recipe/load.py) import it, and the loader imports the checks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,20 +18,58 @@ LICENCE_COMPONENT = "licence"
 
 @dataclass(frozen=True)
 class SourceKind:
-    """A kind of recipe source, and what such an input is when found on disk: an
-    "archive" (zip), a "wheel" or a "folder" (what `bundler inspect` tells apart)."""
+    """One kind of recipe source: everything bundler knows of the kind, asked by recipe,
+    pack, the lock, init and inspect alike (tests/meta/test_records.py keeps it the one
+    list). pack/sources gives each kind its reader: a Source class that names the
+    records it reads (`Source.reads`)."""
 
-    name: str
+    name: str                  # the recipe's [sources.ID] kind
+    # What such an input is when found on disk: an "archive" (zip), a "wheel" or a
+    # "folder" (what `bundler inspect` and `bundler init` tell apart).
     found_as: tuple[str, ...]
+    # One file (a zip or a wheel): the lock pins the file's sha256, and a changed pin
+    # is a changed input. A folder is pinned by its members' digest instead, which
+    # follows a recipe that takes other members from it.
+    one_file: bool
+    # The recipe keys such a source must have, and the hint that names them.
+    required: tuple[str, ...] = ()
+    required_hint: str = ""
+    takes_platform_tag: bool = False   # a wheel: its tag defaults to the platform's
+    # How `bundler init` names such an input to a person, and its example path.
+    described: Callable[[SourceSpec], str] = field(default=lambda spec: "", compare=False)
+    example: Callable[[SourceSpec, str], str] = field(default=lambda spec, cuda: "",
+                                                      compare=False)
 
 
-# The one list of source kinds; bundler.pack.sources has a reader for each.
-SOURCE_KINDS = {kind.name: kind for kind in (
-    SourceKind("archive", ("archive", "wheel")),   # a wheel is a zip too
-    SourceKind("toolkit", ("folder",)),
-    SourceKind("folder", ("folder",)),
-    SourceKind("wheel", ("wheel",)),
-)}
+def _named_wheel(spec: SourceSpec) -> str:
+    return f"the wheel {spec.package} {spec.version}".strip()
+
+
+def _named_zip(spec: SourceSpec) -> str:
+    return f"NVIDIA's zip {spec.file_name}" if spec.file_name else "NVIDIA's zip"
+
+
+def _file_example(spec: SourceSpec, cuda: str) -> str:
+    return f"downloads/{spec.file_name or spec.id + '.zip'}"
+
+
+ARCHIVE = SourceKind("archive", ("archive", "wheel"), one_file=True,   # a wheel is a zip too
+                     described=_named_zip, example=_file_example)
+TOOLKIT = SourceKind(
+    "toolkit", ("folder",), one_file=False,
+    described=lambda spec: "a CUDA toolkit folder",
+    example=lambda spec, cuda: f"C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v{cuda}")
+FOLDER = SourceKind("folder", ("folder",), one_file=False,
+                    described=lambda spec: "a folder holding " + ", ".join(spec.contents[:3]),
+                    example=lambda spec, cuda: f"{spec.id}-folder")
+WHEEL = SourceKind("wheel", ("wheel",), one_file=True, required=("package", "version"),
+                   required_hint='add package = "nvidia-..." and version = "..." (and '
+                   "sha256, to let bundler fetch it)", takes_platform_tag=True,
+                   described=_named_wheel, example=_file_example)
+
+# The one list of source kinds, by name.
+SOURCE_KINDS: dict[str, SourceKind] = {kind.name: kind for kind in (ARCHIVE, TOOLKIT, FOLDER,
+                                                                    WHEEL)}
 
 
 @dataclass(frozen=True)
@@ -55,6 +94,11 @@ class SourceSpec:
     # known: an unsigned file passes, a file signed by anyone else does not).
     signature_optional: bool = False
     pin_source: str = ""  # who published the sha256 pin (shown by the pack summary)
+
+    @property
+    def source_kind(self) -> SourceKind:
+        """Its kind's record (the recipe loader refused a kind not in SOURCE_KINDS)."""
+        return SOURCE_KINDS[self.kind]
 
     @property
     def trust(self) -> str:

@@ -112,3 +112,71 @@ def test_builder_knowledge_lives_in_the_builder_modules() -> None:
             if isinstance(node, ast.Constant) and node.value in names:
                 naming.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
     assert naming == []
+
+
+def _kind_name_lists(tree: ast.Module, names: set[str]) -> list[ast.AST]:
+    """Tuples, lists and sets of two or more strings that are all source kind names,
+    and dicts keyed by two or more of them: a second list of the kinds. The arguments
+    of a SourceKind(...) call (its found_as: what an input is on disk) are not."""
+    inside_record = {id(arg) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                     and getattr(node.func, "id", "") == "SourceKind"
+                     for arg in [*node.args, *(k.value for k in node.keywords)]}
+    found: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            items = node.elts
+        elif isinstance(node, ast.Dict):
+            items = [key for key in node.keys if key is not None]
+        else:
+            continue
+        if (id(node) not in inside_record and len(items) >= 2
+                and all(isinstance(i, ast.Constant) and i.value in names for i in items)):
+            found.append(node)
+    return found
+
+
+# `bundler inspect`'s report names what a file is on disk ("archive", "wheel",
+# "folder": the words of SourceKind.found_as), not a recipe's source kinds.
+_FOUND_AS_WORDS = {("bundler/diagnose/inspection.py", 'report.kind in ("archive", "wheel")')}
+
+
+def test_source_kinds_are_listed_once() -> None:
+    from bundler.recipe.model import SOURCE_KINDS
+
+    names = set(SOURCE_KINDS)
+    lists = []
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        lines = text.splitlines()
+        for node in _kind_name_lists(ast.parse(text), names):
+            where = str(path.relative_to(ROOT))
+            line = lines[node.lineno - 1]
+            if not any(where == known and snippet in line for known, snippet in _FOUND_AS_WORDS):
+                lists.append(f"{where}:{node.lineno}: {line.strip()}")
+    assert lists == []
+
+
+def test_the_kind_list_finder_finds_a_list() -> None:
+    tree = ast.parse('A = ("archive", "wheel")\nB = {"toolkit": 1, "folder": 2}\n'
+                     'C = SourceKind("archive", ("archive", "wheel"))\nD = ("archive",)\n')
+    assert [node.lineno for node in _kind_name_lists(tree, {"archive", "wheel", "toolkit",
+                                                            "folder"})] == [1, 2]
+
+
+def test_every_source_kind_is_known_through_its_record() -> None:
+    """pack opens each kind with the class that names its record; the lock, init and
+    the recipe loader read what they need of a kind from the same record."""
+    from bundler.pack.sources import SOURCE_CLASSES
+    from bundler.recipe.model import SOURCE_KINDS, SourceSpec
+
+    assert set(SOURCE_CLASSES) == set(SOURCE_KINDS)
+    for name, kind in SOURCE_KINDS.items():
+        assert kind.name == name
+        assert kind in SOURCE_CLASSES[name].reads          # pack: its reader
+        assert kind.found_as                               # inspect and init: on disk
+        spec = SourceSpec(id="cudnn", kind=name, contents=("bin/a.dll",),
+                          file_name="a.zip", package="nvidia-x", version="1")
+        assert spec.source_kind is kind
+        assert kind.described(spec) and kind.example(spec, "12.4")   # init: its words
+        assert isinstance(kind.one_file, bool)             # the lock: how it is pinned
+        assert all(hasattr(spec, key) for key in kind.required)      # the recipe's keys

@@ -23,13 +23,11 @@ __all__ = ["SOURCE_CLASSES", "ArchiveSource", "FolderSource", "Source", "WheelSo
            "close_all", "given_path", "locate", "open_sources"]
 
 
-# A reader for each of recipe.SOURCE_KINDS (tests check the two agree).
+# The reader of each source kind, by the kind's name: each class names the SourceKind
+# records it reads (tests check every kind has one).
 SOURCE_CLASSES: dict[str, type[Source]] = {
-    "archive": ArchiveSource,
-    "toolkit": FolderSource,
-    "folder": FolderSource,
-    "wheel": WheelSource,
-}
+    kind.name: reader for reader in (ArchiveSource, FolderSource, WheelSource)
+    for kind in reader.reads}
 
 
 def locate(spec: SourceSpec, given: Mapping[str, tuple[str, str]], base: Path,

@@ -8,13 +8,15 @@ from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
-from bundler.recipe.load import SourceSpec
+from bundler.recipe.model import ARCHIVE, SourceSpec
 from bundler.support.hashing import PiggybackDigest, Pipe, sha256_file
 from bundler.support.zip_reader import ZipArchive
 
 
 class ArchiveSource(Source):
     """A zip such as NVIDIA's cuDNN download: members under a root folder."""
+
+    reads = (ARCHIVE,)
 
     def __init__(self, spec: SourceSpec, location: Path, origin: str,
                  takes: Collection[str] = ()) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.recipe.load import SourceSpec
+from bundler.recipe.model import SourceKind, SourceSpec
 
 
 class Source:
@@ -15,6 +15,9 @@ class Source:
     `takes`: the members the pack will take from it. Opening checks they are all there,
     with what the recipe lists as the source's contents (a recipe need not list them).
     """
+
+    # The source kinds (recipe/model.py's records) this class reads: each kind has one.
+    reads: tuple[SourceKind, ...] = ()
 
     def __init__(self, spec: SourceSpec, location: Path, origin: str,
                  takes: Collection[str] = ()) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.platforms.registry import windows
-from bundler.recipe.load import SourceSpec
+from bundler.recipe.model import WHEEL, SourceSpec
 from bundler.support.hashing import sha256_file
 from bundler.support.progress import interactive
 from bundler.support.user_dirs import user_cache_dir
@@ -42,7 +42,7 @@ def cache_root(environ: Mapping[str, str]) -> Path:
 
 def can_fetch(spec: SourceSpec) -> bool:
     """Only a wheel the recipe pins by name, version and sha256 is fetched."""
-    return spec.kind == "wheel" and bool(spec.package and spec.version and spec.sha256)
+    return spec.source_kind is WHEEL and bool(spec.package and spec.version and spec.sha256)
 
 
 def cached(spec: SourceSpec, root: Path) -> Path | None:

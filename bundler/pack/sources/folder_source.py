@@ -8,12 +8,14 @@ from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
-from bundler.recipe.load import SourceSpec
+from bundler.recipe.model import FOLDER, TOOLKIT, SourceSpec
 from bundler.support.hashing import CHUNK, sha256_file
 
 
 class FolderSource(Source):
     """A folder on disk, such as an installed CUDA toolkit."""
+
+    reads = (TOOLKIT, FOLDER)
 
     def __init__(self, spec: SourceSpec, location: Path, origin: str,
                  takes: Collection[str] = ()) -> None:
@@ -58,7 +60,7 @@ class FolderSource(Source):
 
 
 def _folder_hint(spec: SourceSpec) -> str:
-    if spec.kind == "toolkit" and spec.env:
+    if spec.source_kind is TOOLKIT and spec.env:
         return (f"this is not a complete CUDA toolkit of the recipe's version: install it, "
                 f"or point {spec.id} (or {spec.env[0]}) at one that is")
     return "check the folder holds the recipe's files"

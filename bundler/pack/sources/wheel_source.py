@@ -24,7 +24,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.sources.archive_source import ArchiveSource
 from bundler.pack.sources.fetch import download_command
-from bundler.recipe.load import SourceSpec
+from bundler.recipe.model import WHEEL, SourceSpec
 from bundler.support.wheel_names import WheelName, normalize, wheel_name
 from bundler.support.zip_reader import ZipArchive
 
@@ -159,6 +159,8 @@ class WheelSource(ArchiveSource):
     (and package and version). Each member the pack takes must match RECORD. The wheel
     knowledge lives in wheel.py; this class fits it to the Source interface.
     """
+
+    reads = (WHEEL,)
 
     def __init__(self, spec: SourceSpec, location: Path, origin: str,
                  takes: Collection[str] = ()) -> None:
