@@ -242,7 +242,7 @@ MUTANTS = (
            "refused = _input_changes(old, new, file_sources or {}) if by_spec else changes",
            "refused = changes", LOCK_TESTS),
     Mutant("lock-trusts-a-spec-change", "a spec change lets any changed input through",
-           LOCK, 'if old.recipe.get("name") != new.recipe.get("name"):\n        return []',
+           LOCK, 'if old.recipe.name != new.recipe.name:\n        return []',
            "if True:\n        return []", LOCK_TESTS),
     Mutant("locked-lets-changes-by", "--locked packs whatever changed", LOCK,
            "        if changes or by_spec or outputs:\n", "        if False:\n", LOCK_TESTS),

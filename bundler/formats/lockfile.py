@@ -16,8 +16,10 @@ which a re-pack with unchanged requirement files installs again without resolvin
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bundler.errors import LockError
 from bundler.support.json_files import json_bytes, read_json
@@ -29,26 +31,93 @@ _DAMAGED_HINT = "delete it and pack again, or pass --update-lock"
 
 
 @dataclass(frozen=True)
+class LockedRecipe:
+    """`recipe`: the recipe packed, by name and the sha256 of its TOML."""
+
+    name: str = ""
+    sha256: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class LockedSource:
+    """`sources.ID`: one input's kind (a recipe source kind: recipe/model.py's
+    SOURCE_KINDS says how each is pinned) and its pin: the file's sha256 for a zip or a
+    wheel, the digest of the members taken for a folder."""
+
+    sha256: str
+    kind: str = ""   # "" only in locks bundler never wrote (tests' stand-ins)
+
+    def to_json(self) -> dict[str, str]:
+        return {"sha256": self.sha256, **({"kind": self.kind} if self.kind else {})}
+
+
+@dataclass(frozen=True)
+class LockedWheelPin:
+    """`wheels.PROJECT` (embedded-python): the wheel pip resolved, installed again from
+    the wheel cache while the requirement files are unchanged."""
+
+    version: str
+    file: str      # the wheel's file name
+    sha256: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"version": self.version, "file": self.file, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
 class Lock:
-    recipe: dict[str, str]
-    sources: dict[str, dict[str, str]]
-    files: dict[str, str]
+    """The lock as typed records. The constructor also takes each part in its JSON shape
+    (a dict), read into the records, so a lock is written the same way it is read."""
+
+    recipe: LockedRecipe
+    sources: Mapping[str, LockedSource]
+    files: Mapping[str, str]     # path in the bundle -> sha256
     format: int = LOCK_FORMAT
-    # Format 2: the spec's tables as the pack read them, and the components it packed;
-    # None in a format-1 lock, which did not record them.
+    # Format 2: the spec's tables as the pack read them (the user's TOML, kept as it
+    # is), and the components it packed; None in a format-1 lock, which did not record them.
     spec: dict[str, dict] | None = None
     components: list[str] | None = None
     # Path below the bundle's root -> sha256 of the manifest and the entry script; None
     # in a lock written before it was recorded.
-    bundle: dict[str, str] | None = None
-    # embedded-python: the wheels pip resolved for app.requirements, by project name ->
-    # version, file (the wheel's name) and sha256; a re-pack whose requirement files are
-    # unchanged installs exactly these from the wheel cache. None: not recorded.
-    wheels: dict[str, dict[str, str]] | None = None
+    bundle: Mapping[str, str] | None = None
+    # embedded-python: the wheels pip resolved for app.requirements, by project name.
+    # None: not recorded.
+    wheels: Mapping[str, LockedWheelPin] | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "recipe", _recipe(self.recipe))
+        _set(self, "sources", {sid: _source(pins) for sid, pins in _table(
+            self.sources, "sources").items()})
+        _set(self, "files", _strings(self.files, "files"))
+        if self.bundle is not None:
+            _set(self, "bundle", _strings(self.bundle, "bundle"))
+        if self.wheels is not None:
+            _set(self, "wheels", {name: _wheel(pins) for name, pins in _table(
+                self.wheels, "wheels").items()})
+        if self.spec is not None and not (isinstance(self.spec, dict) and all(
+                isinstance(table, dict) for table in self.spec.values())):
+            raise TypeError("spec must be a table of the spec's tables")
+        if self.components is not None and not (isinstance(self.components, list) and all(
+                isinstance(name, str) for name in self.components)):
+            raise TypeError("components must be a list of names")
 
     def to_bytes(self) -> bytes:
-        return json_bytes({key: value for key, value in asdict(self).items()
-                           if value is not None})
+        data: dict[str, Any] = {
+            "recipe": self.recipe.to_json(), "format": self.format,
+            "sources": {sid: pin.to_json() for sid, pin in self.sources.items()},
+            "files": dict(self.files)}
+        if self.spec is not None:
+            data["spec"] = self.spec
+        if self.components is not None:
+            data["components"] = self.components
+        if self.bundle is not None:
+            data["bundle"] = dict(self.bundle)
+        if self.wheels is not None:
+            data["wheels"] = {name: pin.to_json() for name, pin in self.wheels.items()}
+        return json_bytes(data)
 
 
 def read_lock(path: Path) -> Lock | None:
@@ -62,34 +131,58 @@ def read_lock(path: Path) -> Lock | None:
                             f"({', '.join(map(str, READ_FORMATS))})", "upgrade bundler, or "
                             "pack with --update-lock to rewrite the lock")
         # Without the record (format 1) a pack treats every difference as before.
-        lock = Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
+        return Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
                     format=found, spec=data.get("spec"), components=data.get("components"),
                     bundle=data.get("bundle"), wheels=data.get("wheels"))
-        _check_shapes(lock)
-        return lock
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise LockError(f"{path}: not a valid lock file ({exc})", _DAMAGED_HINT) from None
 
 
-def _check_shapes(lock: Lock) -> None:
-    """Everything the readers use with .get or as a list is what it must be (the lock
-    comparison, reuse and verify read it without further checks)."""
-    if not all(isinstance(part, dict) for part in (lock.recipe, lock.sources, lock.files)):
-        raise TypeError("recipe, sources and files must be tables")
-    if not all(isinstance(pins, dict) for pins in lock.sources.values()):
-        raise TypeError("each source must be a table")
-    if lock.spec is not None and not (isinstance(lock.spec, dict) and all(
-            isinstance(table, dict) for table in lock.spec.values())):
-        raise TypeError("spec must be a table of the spec's tables")
-    if lock.components is not None and not (isinstance(lock.components, list) and all(
-            isinstance(name, str) for name in lock.components)):
-        raise TypeError("components must be a list of names")
-    if lock.bundle is not None and not (isinstance(lock.bundle, dict) and all(
-            isinstance(path, str) and isinstance(sha256, str)
-            for path, sha256 in lock.bundle.items())):
-        raise TypeError("bundle must be a table of paths and sha256s")
-    if lock.wheels is not None and not (isinstance(lock.wheels, dict) and all(
-            isinstance(pins, dict) and all(isinstance(pins.get(key), str) for key in
-                                           ("version", "file", "sha256"))
-            for pins in lock.wheels.values())):
+# Reading each part into its record: everything the readers use is what it must be
+# (the lock comparison, reuse and verify read it without further checks).
+
+def _set(lock: Lock, name: str, value: object) -> None:
+    object.__setattr__(lock, name, value)   # the record is frozen once built
+
+
+def _table(value: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be a table")
+    return value
+
+
+def _strings(value: object, what: str) -> dict[str, str]:
+    table = _table(value, what)
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+        raise TypeError(f"{what} must be a table of paths and sha256s")
+    return dict(table)
+
+
+def _text(table: Mapping[str, Any], key: str, what: str, default: str | None = None) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str):
+        raise TypeError(f"{what}.{key} must be a string")
+    return value
+
+
+def _recipe(value: object) -> LockedRecipe:
+    if isinstance(value, LockedRecipe):
+        return value
+    table = _table(value, "recipe")
+    return LockedRecipe(_text(table, "name", "recipe", ""), _text(table, "sha256", "recipe", ""))
+
+
+def _source(value: object) -> LockedSource:
+    if isinstance(value, LockedSource):
+        return value
+    table = _table(value, "each source")
+    return LockedSource(_text(table, "sha256", "source", ""), _text(table, "kind", "source", ""))
+
+
+def _wheel(value: object) -> LockedWheelPin:
+    if isinstance(value, LockedWheelPin):
+        return value
+    table = _table(value, "wheels")
+    if not all(isinstance(table.get(key), str) for key in ("version", "file", "sha256")):
         raise TypeError("wheels must be a table of version, file and sha256 per project")
+    return LockedWheelPin(table["version"], table["file"], table["sha256"])

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from bundler.errors import LockError
-from bundler.formats.lockfile import LOCK_FORMAT, Lock, read_lock
+from bundler.formats.lockfile import LOCK_FORMAT, Lock, LockedSource, read_lock
 from bundler.pack.requirement_files import nested_files
 from bundler.recipe.model import SOURCE_KINDS
 from bundler.support.hashing import sha256_file
@@ -39,9 +39,9 @@ class Settled:
 def differences(old: Lock, new: Lock) -> list[str]:
     changes = []
     if old.recipe != new.recipe:
-        changes.append(f"recipe {old.recipe.get('name')} -> {new.recipe.get('name')}"
-                       if old.recipe.get("name") != new.recipe.get("name")
-                       else f"recipe {new.recipe.get('name')} file changed")
+        changes.append(f"recipe {old.recipe.name} -> {new.recipe.name}"
+                       if old.recipe.name != new.recipe.name
+                       else f"recipe {new.recipe.name} file changed")
     if old.components is not None and new.components is not None:
         changes += [f"component {name} removed" for name in old.components
                     if name not in new.components]
@@ -72,11 +72,11 @@ def wheel_changes(old: Lock, new: Lock) -> list[str]:
     if old.wheels is None:
         return ["the resolved wheels recorded"] if new.wheels else []
     was, now = old.wheels, new.wheels
-    return ([f"wheel {name} {was[name]['version']} -> {now[name]['version']}"
-             if was[name]["version"] != now[name]["version"] else f"wheel {name} changed"
+    return ([f"wheel {name} {was[name].version} -> {now[name].version}"
+             if was[name].version != now[name].version else f"wheel {name} changed"
              for name in sorted(set(was) & set(now)) if was[name] != now[name]]
             + [f"wheel {name} removed" for name in sorted(set(was) - set(now))]
-            + [f"wheel {name} {now[name]['version']} added"
+            + [f"wheel {name} {now[name].version} added"
                for name in sorted(set(now) - set(was))])
 
 
@@ -139,7 +139,8 @@ def _dotted(tables: Mapping[str, Mapping]) -> dict[str, object]:
             for key, value in table.items()}
 
 
-def _dict_changes(what: str, old: dict, new: dict) -> list[str]:
+def _dict_changes(what: str, old: Mapping[str, object], new: Mapping[str, object]
+                  ) -> list[str]:
     changes = [f"{what} {key} changed" for key in sorted(set(old) & set(new))
                if old[key] != new[key]]
     changes += [f"{what} {key} removed" for key in sorted(set(old) - set(new))]
@@ -204,13 +205,13 @@ def _input_changes(old: Lock, new: Lock, file_sources: Mapping[str, str]) -> lis
     """Under a changed spec, what the spec change does not explain: the same recipe's
     file edited under the same spec value, or a file of a source the spec still gives
     the same way whose contents changed."""
-    if old.recipe.get("name") != new.recipe.get("name"):
+    if old.recipe.name != new.recipe.name:
         return []   # another recipe: other inputs, other files
     old_spec, new_spec = old.spec or {}, new.spec or {}
     changes = []
     if old.recipe != new.recipe and (old_spec.get("runtime", {}).get("recipe")
                                      == new_spec.get("runtime", {}).get("recipe")):
-        changes.append(f"recipe {new.recipe.get('name')} file changed")
+        changes.append(f"recipe {new.recipe.name} file changed")
     old_given, new_given = old_spec.get("sources", {}), new_spec.get("sources", {})
     changes += _replaced_files(old, new, {sid for sid in set(old_given) | set(new_given)
                                           if old_given.get(sid) != new_given.get(sid)})
@@ -231,15 +232,15 @@ def _replaced_files(old: Lock, new: Lock, moved: set[str]) -> list[str]:
     changes = []
     for sid in sorted(set(old.sources) & set(new.sources) - moved):
         was, now = old.sources[sid], new.sources[sid]
-        if was != now and (_pinned_by_file(now) or was.get("kind") != now.get("kind")):
+        if was != now and (_pinned_by_file(now) or was.kind != now.kind):
             changes.append(f"source {sid} changed")
     return changes
 
 
-def _pinned_by_file(source: Mapping[str, str]) -> bool:
+def _pinned_by_file(source: LockedSource) -> bool:
     """A source the lock pins by its file's sha256 (a zip, a wheel): a changed pin is a
     changed input. A folder's pin follows the members the recipe takes from it."""
-    kind = SOURCE_KINDS.get(source.get("kind", ""))
+    kind = SOURCE_KINDS.get(source.kind)
     return kind is not None and kind.one_file
 
 

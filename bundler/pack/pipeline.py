@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundler.errors import BundlerError
+from bundler.formats.lockfile import LockedRecipe, LockedSource
 from bundler.formats.manifest import MANIFEST_NAME, Manifest, write_manifest
 from bundler.pack.app_needs import Selection, Unprovided, select_for_app
 from bundler.pack.app_scan import Need, refuse_unfit_release, scan_app
@@ -321,8 +322,8 @@ def _lock(spec: Spec, recipe: Recipe, selection: Selection, sources: Mapping[str
           staged: list[StagedFile], identities: Mapping[str, str],
           bundle: dict[str, str]) -> Lock:
     return Lock(
-        recipe={"name": recipe.name, "sha256": recipe.sha256},
-        sources={sid: {"kind": s.spec.kind, "sha256": identities[sid]}
+        recipe=LockedRecipe(recipe.name, recipe.sha256),
+        sources={sid: LockedSource(identities[sid], s.spec.kind)
                  for sid, s in sorted(sources.items())},
         files={item.relpath: item.sha256 for item in staged},
         spec=spec_record(spec.tables, spec.requirements),

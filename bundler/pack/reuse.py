@@ -164,7 +164,7 @@ def _from_previous(source: Source, taken: list[RuntimeFile], previous: Previous 
                    ) -> tuple[str, dict[str, _Checked]] | None:
     if previous is None or source.id not in previous.lock.sources:
         return None
-    pinned = previous.lock.sources[source.id].get("sha256", "")
+    pinned = previous.lock.sources[source.id].sha256
     entries = {e.name: e for e in previous.found.manifest.files if e.source == source.id}
     if not pinned or not all(f.name in entries for f in taken):
         return None

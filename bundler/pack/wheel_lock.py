@@ -11,7 +11,7 @@ takes minutes, the answer takes no time.
 from __future__ import annotations
 
 from bundler.errors import LockError
-from bundler.formats.lockfile import Lock
+from bundler.formats.lockfile import Lock, LockedRecipe, LockedWheelPin
 from bundler.pack.builders.pip_wheels import LockedWheel
 from bundler.pack.lock import LockPolicy, spec_changes, spec_record
 from bundler.pack.requirement_files import NOT_HASHED
@@ -27,7 +27,7 @@ def refuse_locked_spec_change(spec: Spec, old: Lock | None, policy: LockPolicy) 
     check_lock at the end, all of them named (they cost no resolve)."""
     if policy != "locked" or old is None or old.spec is None or spec.requirements is None:
         return
-    now = Lock(recipe={}, sources={}, files={},
+    now = Lock(recipe=LockedRecipe(), sources={}, files={},
                spec=spec_record(spec.tables, spec.requirements))
     if changes := [change for change in spec_changes(old, now)
                    if change.split()[1] in {f"app.{key}" for key in _SAME}]:
@@ -51,15 +51,14 @@ def reusable_wheels(spec: Spec, old: Lock | None, policy: LockPolicy
     if not isinstance(requirements, dict) or NOT_HASHED in (
             requirements.get("nested") or {}).values():
         return None
-    return tuple(LockedWheel(name, pins["version"], pins["file"], pins["sha256"])
+    return tuple(LockedWheel(name, pins.version, pins.file, pins.sha256)
                  for name, pins in sorted(old.wheels.items()))
 
 
 def wheel_record(wheels: tuple[LockedWheel, ...] | None
-                 ) -> dict[str, dict[str, str]] | None:
+                 ) -> dict[str, LockedWheelPin] | None:
     """The lock's `wheels`: project -> version, file, sha256."""
     if wheels is None:
         return None
-    return {wheel.name: {"version": wheel.version, "file": wheel.file,
-                         "sha256": wheel.sha256} for wheel in sorted(wheels,
-                                                                    key=lambda w: w.name)}
+    return {wheel.name: LockedWheelPin(wheel.version, wheel.file, wheel.sha256)
+            for wheel in sorted(wheels, key=lambda w: w.name)}

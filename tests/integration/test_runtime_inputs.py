@@ -88,7 +88,7 @@ def test_a_cuda_12_toolkit_folder_replaces_the_runtime_wheels_and_loads(
     assert "NVIDIA_CUDA_EULA.txt" in names
     assert summary["inputs_trusted"]["cuda"].startswith("trusted on first pack")
     lock = read_lock(spec.parent / "app.spec.lock")
-    assert lock is not None and lock.sources["cuda"]["kind"] == "toolkit"
+    assert lock is not None and lock.sources["cuda"].kind == "toolkit"
 
     decoys = decoy_dir(tmp_path, {"cudart64_12.dll": (), "cudnn64_9.dll": ()})
     loaded = run_loader(win_python, tmp_path / "dist" / "app" / "main.py",
@@ -160,7 +160,7 @@ def test_another_release_of_a_companion_wheel_is_paired_by_the_spec(
     assert "NVIDIA_cuBLAS_LICENSE.txt" in licences
     lock = read_lock(spec.parent / "app.spec.lock")
     assert lock is not None
-    assert lock.sources["cublas"]["sha256"] == sha256_file(inputs["cublas"])   # pinned now
+    assert lock.sources["cublas"].sha256 == sha256_file(inputs["cublas"])   # pinned now
 
 
 def test_a_companion_wheel_of_another_package_or_abi_is_refused(
