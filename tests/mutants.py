@@ -701,6 +701,13 @@ MUTANTS = (
            "are copied and scanned as the app's", "bundler/pack/builders/folder.py",
            "        if own and (here / name) in own:", "        if False:",
            ("tests/integration/test_own_data_not_shipped.py",)),
+    # Issue 29 item 4: one record per variant (tests/meta/test_records.py)
+    Mutant("key-of-another-builder", "a key only another builder takes is silently ignored",
+           "bundler/pack/spec.py", "if any(_given(spec, key) for key in theirs):",
+           "if False:", ("tests/integration/test_spec.py",)),
+    Mutant("wheel-source-without-package", "a wheel source without package or version loads",
+           "bundler/recipe/load.py", "    if lacking:\n", "    if False:\n",
+           ("tests/unit/test_source_kinds.py",)),
 )
 
 
