@@ -110,7 +110,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     zip_to = zip_to or spec.zip   # --zip PATH wins over the spec's app.zip
     zip_path = check_zip_path(zip_to, target) if zip_to else None
     zipped: PendingZip | None = None
-    build = builder_named(spec.builder).build
+    builder = builder_named(spec.builder)
     warnings: list[str] = []
     store = _store_or_none(environ, warnings)
 
@@ -124,13 +124,13 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     # A folder app is scanned as it is, so a missing source stops the pack before any
     # copying; a PyInstaller app exists only once built.
     selection, sources = (select_and_open(spec.app_path, _skip(target, spec.app_path))
-                          if spec.builder == "folder" and spec.app_path else (None, {}))
+                          if builder.ships_app_as_is and spec.app_path else (None, {}))
     try:
         with staged_output(target, [spec.lock_path]) as staging:
             remove_killed_zip(target)   # a killed --zip's, whether this pack zips or not
             # Read under the pack locks, after any interrupted swap was completed.
             previous = previous_bundle(target, _old_lock(spec.lock_path))
-            built = build(spec, recipe, staging.folder, target, BuildOptions(
+            built = builder.build(spec, recipe, staging.folder, target, BuildOptions(
                 environ, offline, reusable_wheels(spec, _old_lock(spec.lock_path), policy),
                 own_data=own))
             app_root, bootstrap = built.root, built.bootstrap

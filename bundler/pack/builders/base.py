@@ -66,3 +66,7 @@ class Builder:
     keys: tuple[str, ...]         # the [app] keys it takes beyond name, builder, zip
     check: Callable[[Spec], None]  # refuses (SpecError) what its keys cannot build
     build: Callable[[Spec, Recipe, Path, Path, BuildOptions], BuiltApp]
+    # The app ships as the spec's folder is (folder): it is scanned, and the sources it
+    # needs opened, before the build, so a missing source stops the pack before any
+    # copying. Any other app exists only once built.
+    ships_app_as_is: bool = False

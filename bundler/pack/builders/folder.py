@@ -252,4 +252,5 @@ def require_app_path(spec: Spec) -> None:
                         'add path = "app" (the folder to ship, relative to the spec)')
 
 
-BUILDER = Builder("folder", ("path", "entry"), require_app_path, build_folder_app)
+BUILDER = Builder("folder", ("path", "entry"), require_app_path, build_folder_app,
+                  ships_app_as_is=True)
