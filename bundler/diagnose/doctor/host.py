@@ -20,10 +20,8 @@ from pathlib import Path
 from bundler.diagnose.inspection import judge_signature
 from bundler.errors import CheckError
 from bundler.platforms.library_imports import is_runtime_library
-from bundler.platforms.registry import DriverTable, this_machine, windows
+from bundler.platforms.registry import DriverTable, Platform, this_machine, windows
 from bundler.recipe.load import Recipe, shipped_recipes
-from bundler.runtime.bootstrap import driver_from_file_version
-from bundler.runtime.bootstrap import probe_driver as load_nvcuda
 from bundler.support.hashing import sha256_file
 
 _NVIDIA_SMI_TIMEOUT = 20  # seconds; it can take a while to wake a GPU
@@ -78,21 +76,10 @@ def process_bits() -> int:
 
 
 def system_folders() -> dict[str, str]:
-    """System32, System and the Windows folder as the loader sees them (not from
-    %SystemRoot%); empty off Windows."""
-    if this_machine() is not windows():
-        return {}
-    import ctypes
-
-    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
-    folders = {}
-    for key, function in (("system32", kernel32.GetSystemDirectoryW),
-                          ("windows", kernel32.GetWindowsDirectoryW)):
-        buffer = ctypes.create_unicode_buffer(32768)
-        function(buffer, len(buffer))
-        folders[key] = buffer.value
-    folders["system16"] = os.path.join(folders["windows"], "System")
-    return folders
+    """System32, System and the Windows folder as this machine's loader sees them (the
+    platform's `system_folders`: kernel32 on Windows); empty where the OS has none."""
+    here = this_machine()
+    return dict(here.system_folders()) if here is not None else {}
 
 
 def search_folders(environ: Mapping[str, str], application: str,
@@ -192,20 +179,19 @@ def _hashed(copy: LibraryCopy) -> LibraryCopy:
     return replace(copy, sha256=sha256_file(Path(copy.path)))
 
 
-def probe_driver(compat: DriverTable, windows_driver: bool) -> DriverFacts:
-    """Ask nvcuda.dll (`windows_driver`: this machine is Windows) and nvidia-smi (when
-    present) about the driver."""
+def probe_driver(compat: DriverTable, platform: Platform | None) -> DriverFacts:
+    """Ask the driver `platform` probes (this machine's: nvcuda.dll on Windows; None:
+    not asked) and nvidia-smi (when present) about the driver."""
     smi = _nvidia_smi(compat)
     smi_version, gpus = _ask_nvidia_smi(smi) if smi else ("", ())
-    if not windows_driver:
+    if platform is None:
         return DriverFacts(False, "", "", 0, smi_version, "nvidia-smi" if smi_version else "",
                            smi, gpus)
-    nvcuda, cuda, file_version, error = load_nvcuda()
+    probe = platform.probe_driver()
     version, version_from = smi_version, "nvidia-smi" if smi_version else ""
-    if nvcuda and not version:
-        version = driver_from_file_version(file_version)
-        version_from = f"nvcuda.dll file version {file_version}" if version else ""
-    return DriverFacts(True, nvcuda, error if not nvcuda else "", cuda,
+    if probe.path and not version:
+        version, version_from = probe.release, probe.release_from
+    return DriverFacts(True, probe.path, probe.error if not probe.path else "", probe.cuda,
                        version, version_from, smi, gpus)
 
 

@@ -52,7 +52,9 @@ def examine_machine(environ: Mapping[str, str] | None = None,
         name for f in frameworks for name in f.own_dlls)
     copies = find_copies(folders, patterns)
     here = this_machine()
-    report = judge_machine(folders, copies, probe_driver(compat, here is windows()),
+    # The driver this machine's platform probes; on Linux examine_linux asks libcuda.
+    report = judge_machine(folders, copies,
+                           probe_driver(compat, here if here is windows() else None),
                            frameworks, compat, process_bits())
     if here is windows():
         return replace(report, platform=here.name)
