@@ -701,6 +701,16 @@ MUTANTS = (
            "are copied and scanned as the app's", "bundler/pack/builders/folder.py",
            "        if own and (here / name) in own:", "        if False:",
            ("tests/integration/test_own_data_not_shipped.py",)),
+    # Issue 29: inspect reads a manylinux wheel's members as Linux libraries (by its tag)
+    Mutant("inspect-wheel-read-as-windows", "inspect picks a wheel's members by the Windows "
+           "platform's name rule", "bundler/diagnose/inspection.py",
+           "    candidates = tagged or list(all_platforms())",
+           "    candidates = list(all_platforms())[:1]",
+           ("tests/linux/test_linux_inspect_wheel.py",)),
+    # Issue 29: the seam's members are all required (tests/meta/test_seam.py)
+    Mutant("windows-probe-missing", "the Windows platform has no probe_driver",
+           "bundler/windows/windows_platform.py", "    def probe_driver(self) -> DriverProbe:",
+           "    def _probe_driver(self) -> DriverProbe:", ("tests/meta/test_seam.py",)),
 )
 
 
