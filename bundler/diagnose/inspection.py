@@ -27,6 +27,7 @@ from bundler.platforms.registry import (
     SignatureCheck,
     all_platforms,
     platform_for_wheel_tag,
+    platform_of_file,
     windows,
 )
 from bundler.recipe.load import SOURCE_KINDS, Recipe, required_trust, shipped_recipes
@@ -111,10 +112,9 @@ def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...], api_vers
 
 def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
               sha256: str = "", member: str = "", shown_path: str = "",
-              platform: Platform | None = None) -> InspectedLibrary:
+              platform: Platform) -> InspectedLibrary:
     """Facts about one library on disk (a DLL unless `platform` says otherwise).
     `sha256`, when known already, is not recomputed."""
-    platform = platform or windows()
     recipes = tuple(r for r in recipes if r.platform == platform.name)
     name = PurePosixPath(member).name if member else path.name
     size = path.stat().st_size
@@ -162,11 +162,10 @@ def bundle_needs(name: str, imports: tuple[str, ...], recipes: tuple[Recipe, ...
 
 
 def judge_signature(path: Path, name: str, recipes: tuple[Recipe, ...],
-                    platform: Platform | None = None) -> tuple[str, SignatureCheck | None]:
+                    platform: Platform) -> tuple[str, SignatureCheck | None]:
     """(the signer a recipe asks for `name`, or ""; the file's signature judged against
     that signer, or against any signer reaching a root bundler carries; None on a
     platform without code signing)."""
-    platform = platform or windows()
     if not platform.signature_scheme:
         return "", None
     trust = required_trust(name, recipes)
@@ -183,7 +182,7 @@ def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> Inspe
                            "give a DLL, a folder, a zip archive or a wheel")
     if path.suffix.lower() in (".zip", ".whl") or zipfile.is_zipfile(path):
         return _inspect_archive(path, recipes)
-    platform = next((p for p in all_platforms() if p.is_library_file(path)), None)
+    platform = platform_of_file(path)
     if platform is not None:
         beside = {platform.name_key(p.name)
                   for p in _libraries_in(path.parent, platform, recursive=False)}

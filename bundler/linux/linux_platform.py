@@ -19,6 +19,7 @@ from bundler.platforms.api import (
     FoundLibrary,
     NameRules,
     NoDigest,
+    SearchFolder,
     SignatureCheck,
     SignatureDigest,
     Trust,
@@ -94,6 +95,13 @@ class LinuxPlatform(NameRules):
 
     def system_folders(self) -> Mapping[str, str]:
         return {}   # glibc's own libraries come by the ldconfig cache, not from a folder
+
+    def search_folders(self, environ: Mapping[str, str], application: str
+                       ) -> list[SearchFolder]:
+        # An empty LD_LIBRARY_PATH entry is the current folder, as glibc reads it.
+        value = environ.get(self.search_path_variable, "")
+        return [SearchFolder(folder or ".", f"LD_LIBRARY_PATH[{i}]", True, i)
+                for i, folder in enumerate(value.split(":") if value else [], 1)]
 
     def bare_name_search(self, patterns: tuple[str, ...], search_path: str
                          ) -> list[FoundLibrary]:

@@ -201,6 +201,12 @@ class Platform(Protocol):
         by name from no folder doctor can check (ld.so's cache) or this process cannot
         ask (a Windows folder off Windows)."""
 
+    def search_folders(self, environ: Mapping[str, str], application: str
+                       ) -> list[SearchFolder]:
+        """The folders a bare-name load searches, in order, then those only named
+        (CUDA_PATH on Windows); `application`, the folder of the process's executable.
+        (On Linux the ldconfig cache comes after these folders: `bare_name_search`.)"""
+
     def bare_name_search(self, patterns: tuple[str, ...], search_path: str
                          ) -> list[FoundLibrary]:
         """Every copy a bare-name load could reach of a name matching `patterns`, in the

@@ -12,6 +12,7 @@ from bundler.platforms.api import (
     DriverProbe,
     FoundLibrary,
     NameRules,
+    SearchFolder,
     SignatureCheck,
     SignatureDigest,
     Trust,
@@ -95,6 +96,10 @@ class WindowsPlatform(NameRules):
 
     def system_folders(self) -> Mapping[str, str]:
         return library_search.system_folders()
+
+    def search_folders(self, environ: Mapping[str, str], application: str
+                       ) -> list[SearchFolder]:
+        return library_search.search_folders(environ, application)
 
     def bare_name_search(self, patterns: tuple[str, ...], search_path: str
                          ) -> list[FoundLibrary]:

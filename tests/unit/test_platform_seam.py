@@ -40,3 +40,10 @@ def test_both_platforms_probe_a_driver_in_one_shape() -> None:
         probe = platform.probe_driver()
         assert isinstance(probe.cuda, int) and isinstance(probe.error, str)
         assert probe.path or probe.error
+
+
+def test_linux_search_folders_are_ld_library_path_in_order() -> None:
+    folders = linux().search_folders({"LD_LIBRARY_PATH": "/a::/b"}, "/python")
+    assert [(f.path, f.label, f.searched, f.order) for f in folders] == [
+        ("/a", "LD_LIBRARY_PATH[1]", True, 1), (".", "LD_LIBRARY_PATH[2]", True, 2),
+        ("/b", "LD_LIBRARY_PATH[3]", True, 3)]

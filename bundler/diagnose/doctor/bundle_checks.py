@@ -27,7 +27,6 @@ from bundler.diagnose.doctor.findings import (
 from bundler.diagnose.doctor.host import (
     LibraryCopy,
     find_copies,
-    search_folders,
     system_folders,
 )
 from bundler.diagnose.doctor.linux_bundle import linux_load_findings
@@ -88,9 +87,10 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     # DLL search, which doctor models for a bundle of Windows's name rules on any machine.
     linux = _here(manifest.platform) and not target.windows_names
     folders = [] if linux else [
-        f for f in search_folders(environ, application=os.path.dirname(sys.executable))
+        f for f in target.search_folders(environ, os.path.dirname(sys.executable))
         if f.searched]
-    placed = place(find_copies(folders, sorted({PurePosixPath(e.path).name for e in entries})))
+    names = sorted({PurePosixPath(e.path).name for e in entries})
+    placed = place(find_copies(target, folders, names))
     versions = _plain_versions(manifest.versions)
     report = BundleReport(
         app=str(app), manifest=str(found.path), recipe=manifest.recipe.name,
@@ -104,7 +104,7 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     # path is what that load would get.
     left_out = sorted({d.name for dll in report.dlls for d in dll.facts.dependencies
                        if d.how == "runtime" and d.status != "bundled"})
-    placed += place(find_copies(folders, left_out)) if left_out else []
+    placed += place(find_copies(target, folders, left_out)) if left_out else []
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report)
                 + _glibc_findings(report, glibc)
