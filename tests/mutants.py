@@ -412,7 +412,7 @@ MUTANTS = (
            BOOT_LINUX, 'problem = glibc_problem(manifest.get("versions", {})',
            'problem = "" and glibc_problem(manifest.get("versions", {})', GLIBC_TESTS),
     Mutant("linux-driver-unchecked", "doctor does not probe libcuda.so.1 for a Linux bundle",
-           BUNDLE_CHECKS, "else _linux_driver(manifest.platform, versions))", "else {})",
+           BUNDLE_CHECKS, "driver=_driver(manifest.platform, versions))", "driver={})",
            LINUX_DOCTOR_TESTS),
     Mutant("linux-mapped-elsewhere-ignored", "the Linux bootstrap does not refuse a library "
            "already loaded from elsewhere", BOOT_LINUX,
@@ -500,7 +500,7 @@ MUTANTS = (
                                "tests/wine/test_bootstrap_damage_wine.py")),
     Mutant("signature-check-rereads", "pack hands signify no streamed Authenticode digest",
            "bundler/pack/signatures.py",
-           "return make(size) if make and self._recipe.trust_for(file) is not None else None",
+           "return self._recipe.target.signature_digest(size)",
            "return None", ("tests/integration/test_authentihash.py",)),
     Mutant("authentihash-hashes-checksum", "the streamed digest hashes the CheckSum field",
            "bundler/windows/authentihash.py",
@@ -708,6 +708,16 @@ MUTANTS = (
     Mutant("wheel-source-without-package", "a wheel source without package or version loads",
            "bundler/recipe/load.py", "    if lacking:\n", "    if False:\n",
            ("tests/unit/test_source_kinds.py",)),
+    # Issue 29: inspect reads a manylinux wheel's members as Linux libraries (by its tag)
+    Mutant("inspect-wheel-read-as-windows", "inspect picks a wheel's members by the Windows "
+           "platform's name rule", "bundler/diagnose/inspection.py",
+           "    candidates = tagged or list(all_platforms())",
+           "    candidates = list(all_platforms())[:1]",
+           ("tests/linux/test_linux_inspect_wheel.py",)),
+    # Issue 29: the seam's members are all required (tests/meta/test_seam.py)
+    Mutant("windows-probe-missing", "the Windows platform has no probe_driver",
+           "bundler/windows/windows_platform.py", "    def probe_driver(self) -> DriverProbe:",
+           "    def _probe_driver(self) -> DriverProbe:", ("tests/meta/test_seam.py",)),
 )
 
 

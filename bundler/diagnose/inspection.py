@@ -22,7 +22,14 @@ from pathlib import Path, PurePosixPath
 
 from bundler.errors import BundlerError, CheckError
 from bundler.platforms.library_imports import is_runtime_library, resolve_import
-from bundler.platforms.registry import Platform, SignatureCheck, all_platforms, windows
+from bundler.platforms.registry import (
+    Platform,
+    SignatureCheck,
+    all_platforms,
+    platform_for_wheel_tag,
+    platform_of_file,
+    windows,
+)
 from bundler.recipe.load import SOURCE_KINDS, Recipe, required_trust, shipped_recipes
 from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
 from bundler.support.text_tables import format_table, human_size
@@ -105,10 +112,9 @@ def runtime_loads(name: str, version: str, recipes: tuple[Recipe, ...], api_vers
 
 def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
               sha256: str = "", member: str = "", shown_path: str = "",
-              platform: Platform | None = None) -> InspectedLibrary:
+              platform: Platform) -> InspectedLibrary:
     """Facts about one library on disk (a DLL unless `platform` says otherwise).
     `sha256`, when known already, is not recomputed."""
-    platform = platform or windows()
     recipes = tuple(r for r in recipes if r.platform == platform.name)
     name = PurePosixPath(member).name if member else path.name
     size = path.stat().st_size
@@ -156,11 +162,10 @@ def bundle_needs(name: str, imports: tuple[str, ...], recipes: tuple[Recipe, ...
 
 
 def judge_signature(path: Path, name: str, recipes: tuple[Recipe, ...],
-                    platform: Platform | None = None) -> tuple[str, SignatureCheck | None]:
+                    platform: Platform) -> tuple[str, SignatureCheck | None]:
     """(the signer a recipe asks for `name`, or ""; the file's signature judged against
     that signer, or against any signer reaching a root bundler carries; None on a
     platform without code signing)."""
-    platform = platform or windows()
     if not platform.signature_scheme:
         return "", None
     trust = required_trust(name, recipes)
@@ -177,7 +182,7 @@ def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> Inspe
                            "give a DLL, a folder, a zip archive or a wheel")
     if path.suffix.lower() in (".zip", ".whl") or zipfile.is_zipfile(path):
         return _inspect_archive(path, recipes)
-    platform = next((p for p in all_platforms() if p.is_library_file(path)), None)
+    platform = platform_of_file(path)
     if platform is not None:
         beside = {platform.name_key(p.name)
                   for p in _libraries_in(path.parent, platform, recursive=False)}
@@ -217,10 +222,14 @@ def _inspect_archive(path: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
     with ZipArchive(path) as archive:
         names = sorted(archive.members)
         members = tuple(archive.members[n] for n in names)
-        dll_members = [n for n in names if windows().is_library(PurePosixPath(n).name)]
-        beside = {PurePosixPath(n).name.lower() for n in dll_members}
+        # Each member is read as the library of the platform its wheel's tag names
+        # (a manylinux wheel's .so files), else of the platform its name is a library of.
+        member_platform = {n: p for n in names
+                           if (p := _member_platform(path.name, PurePosixPath(n).name))}
+        dll_members = [n for n in names if n in member_platform]
+        beside = {member_platform[n].name_key(PurePosixPath(n).name) for n in dll_members}
         in_file_order = sorted(dll_members, key=lambda n: archive.members[n].header_offset)
-        facts = {m: _member_facts(archive, m, beside, recipes, digest.see)
+        facts = {m: _member_facts(archive, m, beside, recipes, digest.see, member_platform[m])
                  for m in in_file_order}
         dlls = tuple(facts[m] for m in dll_members)
     sha256 = digest.hexdigest()
@@ -230,8 +239,18 @@ def _inspect_archive(path: Path, recipes: tuple[Recipe, ...]) -> InspectReport:
                          tuple(matches))
 
 
+def _member_platform(archive_name: str, member_name: str) -> Platform | None:
+    """The platform whose library a member is: its wheel's tag says, else its name."""
+    wheel = wheel_name(archive_name)
+    tagged = [p for p in (platform_for_wheel_tag(t) for t in wheel.platforms) if p] \
+        if wheel else []
+    candidates = tagged or list(all_platforms())
+    return next((p for p in candidates if p.is_library(member_name)), None)
+
+
 def _member_facts(archive: ZipArchive, member: str, beside: set[str],
-                  recipes: tuple[Recipe, ...], tap: Tap) -> InspectedLibrary:
+                  recipes: tuple[Recipe, ...], tap: Tap, platform: Platform
+                  ) -> InspectedLibrary:
     """Unpack one member to a temporary file (CRC checked, hashed on the way), read it.
     `tap` sees the archive's bytes the read takes."""
     with tempfile.TemporaryDirectory(prefix="bundler-inspect-") as folder:
@@ -239,7 +258,7 @@ def _member_facts(archive: ZipArchive, member: str, beside: set[str],
         with open(target, "wb") as out:
             _, sha256 = write_hashed(archive.read_chunks(member, tap), out)
         return dll_facts(target, beside, recipes, sha256=sha256, member=member,
-                         shown_path=str(archive.path))
+                         shown_path=str(archive.path), platform=platform)
 
 
 def match_recipes(kind: str, file_name: str, sha256: str, has: Callable[[str], bool],

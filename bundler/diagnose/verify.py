@@ -21,7 +21,7 @@ from bundler.formats.manifest import (
     FoundManifest,
     find_manifest,
 )
-from bundler.platforms.registry import Trust, windows
+from bundler.platforms.registry import Trust, platform_of_file
 from bundler.support.bundle_files import (
     MISSING,
     RESIZED,
@@ -284,10 +284,15 @@ def _check_locked_bundle(found: FoundManifest, lock: Lock, report: VerifyReport,
 def _signature_problem(path: Path, entry: FileEntry) -> str:
     """What is wrong with the signature of a file pack found signed: the same signer,
     reaching the same root (its timestamp: any root bundler carries, or that one)."""
+    # The scheme is that of the platform whose library the file is, by its header.
+    platform = platform_of_file(path)
+    if platform is None:
+        return (f"pack found it signed by {entry.signer!r}, now it is no library bundler "
+                "can read; get the original back (re-run `bundler pack`)")
     roots = (entry.signature_root,)
     trust = Trust(signer=entry.signer, roots=roots,
-                  timestamp_roots=roots + windows().shipped_roots())
-    found = windows().check_signature(path, trust)
+                  timestamp_roots=roots + platform.shipped_roots())
+    found = platform.check_signature(path, trust)
     if found.ok:
         return ""
     return (f"pack found it signed by {entry.signer!r}, now it is {found.describe()}; "

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 
-from bundler.platforms.registry import FoundLibrary
+from bundler.platforms.api import FoundLibrary
 
 # "	libcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9"
 _CACHE_LINE = re.compile(r"^\s+(?P<name>\S+)\s+\((?P<tags>[^)]*)\)(?:\s+OS ABI:[^=]*)?"

@@ -70,8 +70,9 @@ class SignatureChecker:
     def digest_for(self, file: RuntimeFile, size: int) -> SignatureDigest | None:
         """The digest to compute as `file` is staged, where its signature is checked:
         the check then needs no second read of the file."""
-        make = self._recipe.target.signature_digest
-        return make(size) if make and self._recipe.trust_for(file) is not None else None
+        if self._recipe.trust_for(file) is None:
+            return None
+        return self._recipe.target.signature_digest(size)
 
     def result(self, item: StagedFile, trust: Trust) -> SignatureCheck:
         started = self._started.get(item.path)

@@ -36,58 +36,23 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import BundlerError
+from bundler.platforms.api import (
+    CHANGED,
+    MEANING,
+    OK,
+    UNEXPECTED_SIGNER,
+    UNKNOWN_CHAIN,
+    UNSIGNED,
+    SignatureCheck,
+    Trust,
+)
 from bundler.support.toml_tables import tomllib
 from bundler.windows import oscrypto_fix
 
-OK = "ok"
-UNSIGNED = "unsigned"
-CHANGED = "changed"                       # digest mismatch: changed after signing
-UNEXPECTED_SIGNER = "unexpected-signer"
-UNKNOWN_CHAIN = "unknown-chain"           # no chain to a pinned root at the signing time
-
-# What each status means, in the words the error messages and reports use.
-MEANING = {
-    OK: "signed",
-    UNSIGNED: "not signed",
-    CHANGED: "changed after signing (its bytes do not match its signature)",
-    UNEXPECTED_SIGNER: "signed by someone else",
-    UNKNOWN_CHAIN: "signature does not chain to a pinned root",
-}
-
-
-@dataclass(frozen=True)
-class Trust:
-    """Who must have signed, and the roots (SHA-256 of the DER certificate) the
-    signer's and the timestamp's chains must reach. `signer` "" accepts any signer."""
-
-    signer: str
-    roots: tuple[str, ...]
-    timestamp_roots: tuple[str, ...] = ()
-
-    @property
-    def all_roots(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.roots + self.timestamp_roots))
-
-
-@dataclass(frozen=True)
-class SignatureCheck:
-    status: str
-    signer: str = ""      # the leaf's common name, when the signature could be read
-    signed_at: str = ""   # the verified timestamp, ISO 8601 UTC; "" without one
-    root: str = ""        # SHA-256 of the root the signer's chain reached
-    detail: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status == OK
-
-    def describe(self) -> str:
-        if self.ok:
-            when = f", timestamp {self.signed_at}" if self.signed_at else ", no timestamp"
-            return f"signed by {self.signer!r}{when}"
-        by = f" (signer {self.signer!r})" if self.signer and self.status != UNSIGNED else ""
-        detail = f": {self.detail}" if self.detail else ""
-        return f"{MEANING[self.status]}{by}{detail}"
+# The verdicts and the trust/check shapes are the seam's (platforms/api.py): every
+# platform answers in them; this module is Windows's scheme.
+__all__ = ["CHANGED", "MEANING", "OK", "UNEXPECTED_SIGNER", "UNKNOWN_CHAIN", "UNSIGNED",
+           "SignatureCheck", "Trust", "any_shipped_signer", "check_signature", "shipped_roots"]
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from bundler.diagnose.doctor.host import (
     LibraryCopy,
     SearchFolder,
     installed_frameworks,
-    search_folders,
 )
 from bundler.diagnose.doctor.machine_checks import FrameworkReport, judge_machine
 from bundler.errors import BundlerError
+from bundler.platforms.registry import windows
 from bundler.runtime.bootstrap import (
     cuda_needed,
     cuda_text,
@@ -29,6 +29,7 @@ from bundler.runtime.bootstrap import (
     runs_on,
 )
 from bundler.windows.compat import compat_facts, parse_compat, version_tuple
+from bundler.windows.library_search import search_folders
 from tests.harness.winenv.paths import PROJECT_ROOT
 
 SYSTEM = {"system32": "/win/system32", "system16": "/win/System", "windows": "/win"}
@@ -349,7 +350,7 @@ def test_a_copy_on_path_of_a_dll_torch_ships_itself_is_a_problem(tmp_path: Path)
     for name in ("cudnn64_9.dll", "torch_cpu.dll", "cudart64_12.dll"):
         (lib / name).write_bytes(b"MZ")
     torch = InstalledFramework("torch", "2.5.1+cu124", str(tmp_path))
-    own = own_runtime_dlls(torch)
+    own = own_runtime_dlls(torch, windows())
     assert own == ("cudart64_12.dll", "cudnn64_9.dll")
     compat = compat_facts()
     driver = DriverFacts(True, NVCUDA, "", 12040, "551.61", "nvidia-smi", "", ())

@@ -27,7 +27,6 @@ from bundler.diagnose.doctor.findings import (
 from bundler.diagnose.doctor.host import (
     LibraryCopy,
     find_copies,
-    search_folders,
     system_folders,
 )
 from bundler.diagnose.doctor.linux_bundle import linux_load_findings
@@ -43,7 +42,7 @@ from bundler.platforms.registry import (
     windows,
 )
 from bundler.recipe.load import Recipe, shipped_recipes
-from bundler.runtime.bootstrap import driver_check, glibc_problem, judge_driver, same_file
+from bundler.runtime.bootstrap import glibc_problem, judge_driver, same_file
 from bundler.support.bundle_files import link_on_the_way
 from bundler.support.hashing import sha256_file
 from bundler.support.text_tables import format_table
@@ -84,12 +83,14 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     target = platform_for(manifest.platform) if manifest.platform in known_platforms() \
         else windows()
     entries = tuple(e for e in manifest.files if target.is_library(PurePosixPath(e.path).name))
-    # A Linux bundle on Linux: its own loader's story (linux_bundle.py), not Windows's PATH.
-    linux = _here(manifest.platform) and target.bare_name_search is not None
+    # A Linux bundle on Linux: its own loader's story (linux_bundle.py), not Windows's
+    # DLL search, which doctor models for a bundle of Windows's name rules on any machine.
+    linux = _here(manifest.platform) and not target.windows_names
     folders = [] if linux else [
-        f for f in search_folders(environ, application=os.path.dirname(sys.executable))
+        f for f in target.search_folders(environ, os.path.dirname(sys.executable))
         if f.searched]
-    placed = place(find_copies(folders, sorted({PurePosixPath(e.path).name for e in entries})))
+    names = sorted({PurePosixPath(e.path).name for e in entries})
+    placed = place(find_copies(target, folders, names))
     versions = _plain_versions(manifest.versions)
     report = BundleReport(
         app=str(app), manifest=str(found.path), recipe=manifest.recipe.name,
@@ -97,14 +98,13 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
         require_driver=manifest.require_driver, verify=checked.to_dict(),
         dlls=_bundled_dlls(found.root, entries, checked, placed, manifest.recipe.name,
                            target),
-        driver=driver_check(versions) if this_machine() is windows()
-        else _linux_driver(manifest.platform, versions))
+        driver=_driver(manifest.platform, versions))
     expected = {target.name_key(PurePosixPath(e.path).name) for e in entries}
     # The DLLs loaded by name at run time but left out: a copy of one on the search
     # path is what that load would get.
     left_out = sorted({d.name for dll in report.dlls for d in dll.facts.dependencies
                        if d.how == "runtime" and d.status != "bundled"})
-    placed += place(find_copies(folders, left_out)) if left_out else []
+    placed += place(find_copies(target, folders, left_out)) if left_out else []
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report)
                 + _glibc_findings(report, glibc)
@@ -134,16 +134,17 @@ def _glibc_findings(report: BundleReport, glibc: str) -> list[Finding]:
                     f">= {needed})")]
 
 
-def _linux_driver(platform: str, versions: dict[str, str]) -> dict[str, str]:
-    """A Linux bundle on Linux: libcuda.so.1 judged by the bootstrap's driver rule
-    (the driver tables' figures in the manifest); {} elsewhere."""
-    probe = platform_for(platform).probe_driver if _here(platform) else None
-    if probe is None:
+def _driver(platform: str, versions: dict[str, str]) -> dict[str, str]:
+    """A bundle on a machine of its platform: the driver its platform probes (nvcuda.dll,
+    libcuda.so.1) judged by the bootstrap's driver rule (the driver tables' figures in
+    the manifest); {} elsewhere, where the bundle's driver is not this machine's."""
+    if not _here(platform):
         return {}
-    path, supported, release, error = probe()
-    # The release is not a Windows file version: the rule compares cuDriverGetVersion.
-    found = judge_driver(versions, path, supported, "", error)
-    return {**found, "driver_version": release}
+    probe = platform_for(platform).probe_driver()
+    # The rule reads a Windows file version (nvcuda.dll's); a Linux release is named by
+    # libcuda's file and compared by cuDriverGetVersion alone.
+    found = judge_driver(versions, probe.path, probe.cuda, probe.file_version, probe.error)
+    return {**found, "driver_version": found["driver_version"] or probe.release}
 
 
 def _here(platform: str) -> bool:

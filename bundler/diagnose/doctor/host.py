@@ -12,7 +12,7 @@ import shutil
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
@@ -20,21 +20,11 @@ from pathlib import Path
 from bundler.diagnose.inspection import judge_signature
 from bundler.errors import CheckError
 from bundler.platforms.library_imports import is_runtime_library
-from bundler.platforms.registry import DriverTable, this_machine, windows
+from bundler.platforms.registry import DriverTable, Platform, SearchFolder, this_machine
 from bundler.recipe.load import Recipe, shipped_recipes
-from bundler.runtime.bootstrap import driver_from_file_version
-from bundler.runtime.bootstrap import probe_driver as load_nvcuda
 from bundler.support.hashing import sha256_file
 
 _NVIDIA_SMI_TIMEOUT = 20  # seconds; it can take a while to wake a GPU
-
-
-@dataclass(frozen=True)
-class SearchFolder:
-    path: str
-    label: str       # how it is reached: "System32", "PATH[2]", "CUDA_PATH_V10_1" ...
-    searched: bool   # True if a bare-name load searches it; False for CUDA_PATH folders
-    order: int       # position in the search order (1-based); 0 when not searched
 
 
 @dataclass(frozen=True)
@@ -78,83 +68,21 @@ def process_bits() -> int:
 
 
 def system_folders() -> dict[str, str]:
-    """System32, System and the Windows folder as the loader sees them (not from
-    %SystemRoot%); empty off Windows."""
-    if this_machine() is not windows():
-        return {}
-    import ctypes
-
-    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
-    folders = {}
-    for key, function in (("system32", kernel32.GetSystemDirectoryW),
-                          ("windows", kernel32.GetWindowsDirectoryW)):
-        buffer = ctypes.create_unicode_buffer(32768)
-        function(buffer, len(buffer))
-        folders[key] = buffer.value
-    folders["system16"] = os.path.join(folders["windows"], "System")
-    return folders
+    """System32, System and the Windows folder as this machine's loader sees them (the
+    platform's `system_folders`: kernel32 on Windows); empty where the OS has none."""
+    here = this_machine()
+    return dict(here.system_folders()) if here is not None else {}
 
 
-def search_folders(environ: Mapping[str, str], application: str,
-                   system: Mapping[str, str] | None = None,
-                   current: str | None = None) -> list[SearchFolder]:
-    """The bare-name search order (windows.toml), then the CUDA_PATH bin folders.
-
-    `system` maps "system32"/"system16"/"windows" to folders (queried on Windows).
-    A folder reached twice is listed once, under its first label plus the others.
-    """
-    if system is None:
-        system = system_folders()
-    named = {"application": ("application folder", application),
-             "current": ("current folder", current if current is not None else os.getcwd()),
-             "system32": ("System32", system.get("system32", "")),
-             "system16": ("System", system.get("system16", "")),
-             "windows": ("Windows folder", system.get("windows", ""))}
-    ordered: list[tuple[str, str, bool]] = []
-    for step in windows().facts().dll_search_order:
-        if step == "path":
-            ordered += [(f"PATH[{i}]", entry, True) for i, entry in enumerate(
-                _path_entries(environ.get("PATH", "")), start=1)]
-        elif named[step][1]:
-            ordered.append((*named[step], True))
-    ordered += [(variable, os.path.join(environ[variable], "bin"), False)
-                for variable in sorted(environ, key=_cuda_path_order)
-                if windows().facts().is_cuda_path_variable(variable) and environ[variable]]
-    return _merge(ordered)
-
-
-def _path_entries(value: str) -> list[str]:
-    # Windows accepts quoted entries ("C:\\Program Files\\x") and empty ones.
-    return [entry.strip().strip('"') for entry in value.split(os.pathsep) if entry.strip()]
-
-
-def _cuda_path_order(variable: str) -> tuple[int, str]:
-    return (0 if variable.upper() == "CUDA_PATH" else 1, variable.upper())
-
-
-def _merge(ordered: list[tuple[str, str, bool]]) -> list[SearchFolder]:
-    seen: dict[str, int] = {}
-    merged: list[SearchFolder] = []
-    for label, path, searched in ordered:
-        key = os.path.normcase(os.path.abspath(path))
-        if key in seen:
-            first = merged[seen[key]]
-            merged[seen[key]] = SearchFolder(first.path, f"{first.label}, {label}",
-                                             first.searched, first.order)
-            continue
-        seen[key] = len(merged)
-        order = sum(f.searched for f in merged) + 1 if searched else 0
-        merged.append(SearchFolder(path, label, searched, order))
-    return merged
-
-
-def find_copies(folders: Iterable[SearchFolder], patterns: Iterable[str]) -> list[LibraryCopy]:
-    """Every file in the folders matching a pattern (case-insensitive), in folder order.
-    Copies of a name found more than once are hashed, to tell equal from different."""
+def find_copies(platform: Platform, folders: Iterable[SearchFolder], patterns: Iterable[str]
+                ) -> list[LibraryCopy]:
+    """Every file in the folders matching a pattern (as `platform` compares names), in
+    folder order, read as `platform`'s libraries. Copies of a name found more than once
+    are hashed, to tell equal from different."""
     patterns = tuple(patterns)
     recipes = tuple(shipped_recipes())
-    found = [_copy(folder, entry, recipes) for folder in folders
-             for entry in _listing(folder.path) if windows().matches(entry.name, patterns)]
+    found = [_copy(platform, folder, entry, recipes) for folder in folders
+             for entry in _listing(folder.path) if platform.matches(entry.name, patterns)]
     counts: dict[str, int] = {}
     for copy in found:
         counts[copy.name.lower()] = counts.get(copy.name.lower(), 0) + 1
@@ -169,10 +97,10 @@ def _listing(folder: str) -> list[os.DirEntry[str]]:
         return []   # a PATH entry that does not exist is common and harmless
 
 
-def _copy(folder: SearchFolder, entry: os.DirEntry[str], recipes: tuple[Recipe, ...]
-          ) -> LibraryCopy:
+def _copy(platform: Platform, folder: SearchFolder, entry: os.DirEntry[str],
+          recipes: tuple[Recipe, ...]) -> LibraryCopy:
     try:
-        info = windows().read_library(Path(entry.path))
+        info = platform.read_library(Path(entry.path))
         machine, version, error = info.machine, info.file_version, ""
     except CheckError as exc:
         machine, version, error = "", "", exc.message
@@ -181,8 +109,8 @@ def _copy(folder: SearchFolder, entry: os.DirEntry[str], recipes: tuple[Recipe, 
                    error=error)
     if error:
         return copy
-    required, found = judge_signature(Path(entry.path), entry.name, recipes)
-    if found is None:   # doctor examines a Windows machine: DLLs always have a scheme
+    required, found = judge_signature(Path(entry.path), entry.name, recipes, platform)
+    if found is None:   # a platform without code signing
         return copy
     return replace(copy, signature=found.status, signature_text=found.describe(),
                    signature_required=required)
@@ -192,20 +120,19 @@ def _hashed(copy: LibraryCopy) -> LibraryCopy:
     return replace(copy, sha256=sha256_file(Path(copy.path)))
 
 
-def probe_driver(compat: DriverTable, windows_driver: bool) -> DriverFacts:
-    """Ask nvcuda.dll (`windows_driver`: this machine is Windows) and nvidia-smi (when
-    present) about the driver."""
+def probe_driver(compat: DriverTable, platform: Platform | None) -> DriverFacts:
+    """Ask the driver `platform` probes (this machine's: nvcuda.dll on Windows; None:
+    not asked) and nvidia-smi (when present) about the driver."""
     smi = _nvidia_smi(compat)
     smi_version, gpus = _ask_nvidia_smi(smi) if smi else ("", ())
-    if not windows_driver:
+    if platform is None:
         return DriverFacts(False, "", "", 0, smi_version, "nvidia-smi" if smi_version else "",
                            smi, gpus)
-    nvcuda, cuda, file_version, error = load_nvcuda()
+    probe = platform.probe_driver()
     version, version_from = smi_version, "nvidia-smi" if smi_version else ""
-    if nvcuda and not version:
-        version = driver_from_file_version(file_version)
-        version_from = f"nvcuda.dll file version {file_version}" if version else ""
-    return DriverFacts(True, nvcuda, error if not nvcuda else "", cuda,
+    if probe.path and not version:
+        version, version_from = probe.release, probe.release_from
+    return DriverFacts(True, probe.path, probe.error if not probe.path else "", probe.cuda,
                        version, version_from, smi, gpus)
 
 
@@ -251,11 +178,11 @@ def installed_distributions(names: Iterable[str],
     return sorted(found.values(), key=lambda f: f.distribution.lower())
 
 
-def own_runtime_dlls(framework: InstalledFramework) -> tuple[str, ...]:
-    """The CUDA/cuDNN DLLs a framework ships in its own lib folder (torch/lib)."""
+def own_runtime_dlls(framework: InstalledFramework, platform: Platform) -> tuple[str, ...]:
+    """The CUDA/cuDNN libraries a framework ships in its own lib folder (torch/lib)."""
     lib = Path(framework.location) / framework.distribution.lower() / "lib"
     try:
-        names = sorted(p.name for p in lib.iterdir() if windows().is_library(p.name))
+        names = sorted(p.name for p in lib.iterdir() if platform.is_library(p.name))
     except OSError:
         return ()
     return tuple(n for n in names if is_runtime_library(n))

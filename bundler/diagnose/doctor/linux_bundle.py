@@ -26,8 +26,8 @@ def linux_load_findings(platform: Platform, root: Path, load_order: tuple[str, .
                         f"({', '.join(names)}), before the app's imports: a later dlopen by "
                         "SONAME (cuDNN's of its sub-libraries) gets these whatever "
                         "LD_LIBRARY_PATH holds; the bootstrap never reads or writes it")]
-    search = platform.bare_name_search
-    found = search(tuple(names), environ.get("LD_LIBRARY_PATH", "")) if search else []
+    found = platform.bare_name_search(tuple(names),
+                                      environ.get(platform.search_path_variable, ""))
     bundled = {PurePosixPath(p).name: root / p for p in load_order}
     for copy in found:
         own = bundled[copy.name]

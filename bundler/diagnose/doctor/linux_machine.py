@@ -38,8 +38,7 @@ def examine_linux(platform: Platform, environ: Mapping[str, str],
     """This Linux machine's report; `windows_rows`: the Windows DLL scan of PATH, kept
     only where it found DLLs."""
     scan = platform.driver_table().scan
-    search = platform.bare_name_search
-    found = search(scan, environ.get("LD_LIBRARY_PATH", "")) if search else []
+    found = platform.bare_name_search(scan, environ.get(platform.search_path_variable, ""))
     frameworks = _frameworks(platform, scan)
     driver = _driver_facts(platform, windows_rows.driver.facts)
     findings = [_library_finding(name, [f for f in found if f.name == name])
@@ -77,12 +76,10 @@ def _frameworks(platform: Platform, scan: tuple[str, ...]) -> list[FrameworkRepo
 
 def _driver_facts(platform: Platform, smi: DriverFacts) -> DriverFacts:
     """libcuda.so.1 as the CUDA runtime finds it, with nvidia-smi's answer beside it."""
-    if platform.probe_driver is None:
-        return smi
-    path, version, release, error = platform.probe_driver()
-    return replace(smi, checked=True, nvcuda=path, load_error=error, cuda=version,
-                   version=release or smi.version,
-                   version_from="its file name" if release else smi.version_from)
+    probe = platform.probe_driver()
+    return replace(smi, checked=True, nvcuda=probe.path, load_error=probe.error,
+                   cuda=probe.cuda, version=probe.release or smi.version,
+                   version_from=probe.release_from if probe.release else smi.version_from)
 
 
 def _library_finding(name: str, copies: list[FoundLibrary]) -> Finding:

@@ -31,7 +31,6 @@ from bundler.diagnose.doctor.host import (
     own_runtime_dlls,
     probe_driver,
     process_bits,
-    search_folders,
 )
 from bundler.diagnose.doctor.linux_machine import examine_linux, render_linux
 from bundler.platforms.registry import DriverTable, FrameworkEntry, this_machine, windows
@@ -43,16 +42,21 @@ def examine_machine(environ: Mapping[str, str] | None = None,
                     compat: DriverTable | None = None) -> MachineReport:
     compat = compat or windows().driver_table()
     environ = os.environ if environ is None else environ
-    folders = search_folders(environ, application=os.path.dirname(sys.executable))
+    here = this_machine()
+    # Windows's DLL search order, also off Windows: the PATH folders' DLLs are judged as
+    # files (linux_machine.py keeps them where it finds some).
+    windows_platform = windows()
+    folders = windows_platform.search_folders(environ, os.path.dirname(sys.executable))
     frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version),
-                                  own_runtime_dlls(f))
+                                  own_runtime_dlls(f, windows_platform))
                   for f in installed_frameworks(compat)]
     patterns = compat.scan + tuple(name for f in frameworks if f.expects
                                    for name in f.expects.loads) + tuple(
         name for f in frameworks for name in f.own_dlls)
-    copies = find_copies(folders, patterns)
-    here = this_machine()
-    report = judge_machine(folders, copies, probe_driver(compat, here is windows()),
+    copies = find_copies(windows_platform, folders, patterns)
+    # The driver this machine's platform probes; on Linux examine_linux asks libcuda.
+    report = judge_machine(folders, copies,
+                           probe_driver(compat, here if here is windows() else None),
                            frameworks, compat, process_bits())
     if here is windows():
         return replace(report, platform=here.name)
