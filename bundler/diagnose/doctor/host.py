@@ -22,8 +22,8 @@ from bundler.errors import CheckError
 from bundler.platforms.library_imports import is_runtime_library
 from bundler.platforms.registry import DriverTable, this_machine, windows
 from bundler.recipe.load import Recipe, shipped_recipes
-from bundler.runtime.bootstrap import driver_from_file_version
-from bundler.runtime.bootstrap import probe_driver as load_nvcuda
+from bundler.runtime.loader_windows import probe_driver as load_nvcuda
+from bundler.runtime.rules import driver_from_file_version
 from bundler.support.hashing import sha256_file
 
 _NVIDIA_SMI_TIMEOUT = 20  # seconds; it can take a while to wake a GPU
