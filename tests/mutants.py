@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOTSTRAP = "bundler/runtime/bootstrap.py"
-BOOT_WINDOWS = "bundler/runtime/bootstrap_windows.py"   # the loaders pack puts into it
-BOOT_LINUX = "bundler/runtime/bootstrap_linux.py"
+BOOTSTRAP = "bundler/runtime/activation.py"   # the pieces pack assembles the bootstrap of
+BOOT_WINDOWS = "bundler/runtime/loader_windows.py"
+BOOT_LINUX = "bundler/runtime/loader_linux.py"
 PROCESS_CHECK = "bundler/diagnose/process_check.py"
 PROCESS_TESTS = ("tests/linux/test_linux_process_truth.py",)
 BUNDLE_CHECKS = "bundler/diagnose/doctor/bundle_checks.py"
@@ -171,8 +171,8 @@ MUTANTS = (
     Mutant("flags0", "LoadLibraryExW flags 0 instead of 0x1100", BOOT_WINDOWS,
            "_LOAD_FLAGS = 0x00001100", "_LOAD_FLAGS = 0", BOOTSTRAP_TESTS),
     Mutant("alphabetical", "preload in name order, not the manifest's load_order",
-           BOOT_WINDOWS, 'for relpath in manifest.get("load_order", []):\n        path, handle',
-           'for relpath in sorted(manifest.get("load_order", [])):\n        path, handle',
+           BOOT_WINDOWS, 'for relpath in manifest.get("load_order", [])]',
+           'for relpath in sorted(manifest.get("load_order", []))]',
            BOOTSTRAP_TESTS),
     Mutant("linux-alphabetical", "Linux: preload in name order, not the manifest's load_order",
            BOOT_LINUX, 'for relpath in manifest.get("load_order", []):\n        path = ',
@@ -182,7 +182,7 @@ MUTANTS = (
            BOOT_WINDOWS,
            "if existing and not same_file(existing, path):", "if False:", BOOTSTRAP_TESTS),
     Mutant("no-driver-check", "activate() skips the driver check", BOOT_WINDOWS,
-           "    global _dll_directory\n    _check_driver()\n", "    global _dll_directory\n",
+           "    global _dll_directory\n    check_driver()\n", "    global _dll_directory\n",
            BOOTSTRAP_TESTS),
     Mutant("no-runtime-load-findings", "doctor: _runtime_load_findings returns []",
            BUNDLE_CHECKS, "    component was not selected): harmless unless a foreign copy is "
@@ -451,7 +451,7 @@ MUTANTS = (
            PROCESS_TESTS),
     Mutant("linux-driver-unchecked-at-start", "the Linux bootstrap does not check the "
            "driver", BOOT_LINUX,
-           "        raise BundledRuntimeError(problem)\n    _check_driver()\n",
+           "        raise BundledRuntimeError(problem)\n    check_driver()\n",
            "        raise BundledRuntimeError(problem)\n",
            ("tests/linux/test_linux_bootstrap_stops.py",)),
     Mutant("linux-bundle-load-unexplained", "doctor APPDIR says nothing of how a Linux "
@@ -494,6 +494,14 @@ MUTANTS = (
     Mutant("antivirus-for-any-file", "verify blames an antivirus for any changed file",
            "bundler/diagnose/verify.py", "if any(_LIBRARY.search(name) for name in names):",
            "if True:", ("tests/integration/test_tamper.py",)),
+    # Issue 29 items 3 and 5: the bootstrap assembled per platform; report()'s libraries.
+    Mutant("report-without-libraries", "report() returns its list as 'dlls' only", BOOTSTRAP,
+           '"driver": _driver, "libraries": libraries, "dlls": libraries}',
+           '"driver": _driver, "dlls": libraries}',
+           ("tests/meta/test_bootstrap_assembly.py", "tests/meta/test_doc_claims.py")),
+    Mutant("bootstrap-docstrings-shipped", "pack ships the pieces' docstrings",
+           "bundler/pack/emit.py", "        dropped.update(range(first, last))\n",
+           "        pass\n", ("tests/meta/test_bootstrap_assembly.py",)),
     Mutant("bootstrap-traceback", "the app's start-up failure prints a traceback",
            BOOTSTRAP, "        sys.excepthook = _stop_quietly(sys.excepthook)\n",
            "        pass\n", ("tests/linux/test_linux_bootstrap_stops.py",

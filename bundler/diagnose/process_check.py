@@ -6,7 +6,7 @@ switch (the bootstrap loads the runtime, writes its report and exits 0 before th
 own code), or the COMMAND given — with `BUNDLER_PROCESS_REPORT` naming a folder where
 the bootstrap of every process it starts writes, as the process exits, every module the
 process maps: /proc/self/maps on Linux, EnumProcessModules on Windows
-(runtime/bootstrap_linux.py, bootstrap_windows.py). It fails on a cuDNN/CUDA module that
+(runtime/loader_linux.py, loader_windows.py). It fails on a cuDNN/CUDA module that
 is not the bundle's file, on a library mapped from two files (two of one SONAME or DLL
 name) and when no process reported: never an "ok" without a process seen.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
 from bundler.formats.manifest import FoundManifest
 from bundler.platforms.registry import Platform, platform_for, this_machine
-from bundler.runtime.bootstrap import IMPORT_ONLY, PROCESS_REPORT
+from bundler.runtime.rules import IMPORT_ONLY, PROCESS_REPORT
 
 __all__ = ["MappedModule", "ProcessCheck", "check_process", "print_check"]
 

@@ -60,30 +60,99 @@ def fill_template(package: str, resource: str, line: str, replacement: str) -> s
 
 
 def bootstrap_text(runtime_dir: str, platform: Platform) -> str:
-    """The one bootstrap file shipped for `platform`: the shared part with the app's
-    runtime folder filled in and that platform's loader in place of the lines that
-    import the loaders (docs/bootstrap.md). It imports nothing but the standard library."""
-    text = fill_template("bundler.runtime", "bootstrap.py", 'RUNTIME_DIR = "cudnn"',
-                         f"RUNTIME_DIR = {json.dumps(runtime_dir)}")
-    loader = f"bootstrap_{platform.os_name.lower()}.py"
+    """The one bootstrap file shipped for `platform`: bundler/runtime's pieces in the
+    order each needs the one before (rules, common, that platform's loader only,
+    activation), then the line that starts it; the app's runtime folder filled in
+    (docs/bootstrap.md). It imports nothing but the standard library."""
+    loader = f"loader_{platform.os_name.lower()}.py"
+    names = ("rules.py", "common.py", loader, "activation.py")
     try:
-        loader_text = resources.files("bundler.runtime").joinpath(loader).read_text("utf-8")
+        texts = [resources.files("bundler.runtime").joinpath(name).read_text("utf-8")
+                 for name in names]
     except FileNotFoundError:
         raise BuildError(f"bundler has no bootstrap loader for {platform.os_name}",
                          "pack for a platform bundler knows, or reinstall bundler") from None
-    loader_text = _cut(loader_text, "# >>> not shipped", "# <<< not shipped", loader)
-    return _cut(text, "# >>> the loaders", "# <<< the loaders", "bootstrap.py",
-                loader_text.strip("\n") + "\n")
+    texts[1] = fill_template("bundler.runtime", "common.py", 'RUNTIME_DIR = "cudnn"',
+                             f"RUNTIME_DIR = {json.dumps(runtime_dir)}")
+    texts = [_cut(text, "# >>> not shipped", "# <<< not shipped", name)
+             if "\n# >>> not shipped" in text else text for name, text in zip(names, texts)]
+    imports: list[str] = []
+    unused = _unused(texts)
+    bodies = [_shipped_lines(text, imports, unused) for text in texts]
+    header = _HEADER.format(platform=platform.name, pieces=", ".join(names))
+    return header + "".join(sorted(set(imports))) + "".join(bodies) + "start(__name__)\n"
 
 
-def _cut(text: str, start: str, end: str, name: str, put: str = "") -> str:
-    """`text` with the lines from the one starting `start` to the one starting `end`
-    replaced by `put`."""
+def _unused(texts: list[str]) -> set[str]:
+    """The functions of the pieces that this platform's bootstrap never calls: doctor's
+    alone (driver_check), or the other platform's (glibc_problem on Windows)."""
+    trees = [ast.parse(text) for text in texts]
+    defined = {node.name: node for tree in trees for node in tree.body
+               if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    # From what runs: the top-level statements (LOADER names its loader's functions) and
+    # start(), then what each function kept calls.
+    wanted = {"start", "activate", "report"} | {
+        n.id for tree in trees for node in tree.body
+        if not isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        for n in ast.walk(node) if isinstance(n, ast.Name)}
+    kept: set[str] = set()
+    while wanted & defined.keys() - kept:
+        kept |= wanted & defined.keys()
+        wanted |= {n.id for name in kept for n in ast.walk(defined[name])
+                   if isinstance(n, ast.Name)}
+    return defined.keys() - kept
+
+
+# The shipped file's only docstring: the pieces' own docstrings and comments, which say
+# why, stay in bundler's source, so that the one file each app carries stays short.
+_HEADER = '''"""Load this app's bundled CUDA runtime before anything else can (docs/bootstrap.md).
+Written by `bundler pack` for {platform}: {pieces} of bundler/runtime/, less comments."""
+'''
+
+
+def _shipped_lines(text: str, imports: list[str], unused: set[str]) -> str:
+    """A piece's code without its docstrings, comments, blank lines and the functions
+    named in `unused`; its top-level imports go to `imports`."""
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    dropped: set[int] = set()   # 0-based line numbers
+    replaced: dict[int, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level:   # its "not shipped" lines lost
+            raise BuildError(f"bundler's bootstrap piece imports .{node.module} where it "
+                             "is shipped", "this bundler installation is damaged or "
+                             "modified: reinstall it")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append("".join(lines[node.lineno - 1:node.end_lineno]).strip() + "\n")
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or (
+                isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in unused):
+            dropped.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+    for scope in ast.walk(tree):
+        body = getattr(scope, "body", None)
+        if not (isinstance(scope, (ast.Module, ast.ClassDef, ast.FunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            continue
+        first, last = body[0].lineno - 1, body[0].end_lineno or body[0].lineno
+        dropped.update(range(first, last))
+        if len(body) == 1 and not isinstance(scope, ast.Module):   # a body of its docstring
+            replaced[first] = " " * body[0].col_offset + "pass"
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            row, column = token.start
+            lines[row - 1] = lines[row - 1][:column].rstrip()
+    kept = [replaced.get(number, "" if number in dropped else line)
+            for number, line in enumerate(lines)]
+    return "".join(line + "\n" for line in kept if line.strip())
+
+
+def _cut(text: str, start: str, end: str, name: str) -> str:
+    """`text` without the lines from the one starting `start` to the one starting `end`."""
     begin, finish = text.find("\n" + start), text.find("\n" + end)
     if begin < 0 or finish < begin:  # a real check: asserts vanish under python -O
         raise BuildError(f"bundler's {name} has no lines {start!r} .. {end!r}",
                          "this bundler installation is damaged or modified: reinstall it")
-    return text[:begin + 1] + put + text[text.index("\n", finish + 1) + 1:]
+    return text[:begin + 1] + text[text.index("\n", finish + 1) + 1:]
 
 
 def write_bootstrap(path: Path, runtime_dir: str, platform: Platform) -> str:

@@ -1,7 +1,7 @@
-"""What ships inside every packed app: the bootstrap (bootstrap.py, with the loader of
-the app's platform, bootstrap_windows.py or bootstrap_linux.py, put in by `bundler
-pack`), standard library only. bundler itself imports it only to share the driver check
-with doctor; importing the package imports the bootstrap first, so either loader may be
-imported on its own (each takes the names it shares from the bootstrap)."""
-
-from . import bootstrap  # noqa: F401
+"""What ships inside every packed app: the bootstrap, standard library only, assembled
+by `bundler pack` (pack/emit.py) into one file from these pieces, in this order:
+rules.py (what doctor shares), common.py (the app's folders, the manifest's reader, the
+error), the loader of the app's platform (loader_windows.py or loader_linux.py) and
+activation.py (activate(), report()). bundler itself imports rules.py (doctor, verify
+--run) and loader_windows.py (the driver as the bootstrap finds it); none of the pieces
+activates anything when imported as part of this package."""

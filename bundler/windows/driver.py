@@ -3,7 +3,7 @@ nvcuda.dll loaded by bare name (from System32, where the driver installs it). It
 cuDriverGetVersion says the newest CUDA it runs; its file version names the driver
 release (26.21.14.4166 -> 441.66). Loaded into the asking process, as on Linux.
 
-The bootstrap has its own copy of these few lines (runtime/bootstrap_windows.py): it
+The bootstrap has its own copy of these few lines (runtime/loader_windows.py): it
 ships alone, standard library only, and cannot import bundler."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def probe_nvcuda() -> DriverProbe:
 def driver_from_file_version(file_version: str) -> str:
     """NVIDIA's driver number from nvcuda.dll's Windows file version: the last five
     digits of its last two fields, e.g. 26.21.14.4166 -> 441.66; "" if not one (the
-    bootstrap's rule: runtime/bootstrap.py, which doctor's tests hold the two to)."""
+    bootstrap's rule: runtime/rules.py, which doctor's tests hold the two to)."""
     parts = file_version.split(".")
     if len(parts) != 4 or not all(p.isdigit() for p in parts):
         return ""

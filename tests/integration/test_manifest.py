@@ -30,7 +30,7 @@ from bundler.formats.manifest import (
     read_manifest,
     write_manifest,
 )
-from bundler.runtime import bootstrap
+from bundler.runtime import common as bootstrap
 
 FILES = (FileEntry(path="cudnn/cudnn64_8.dll", name="cudnn64_8.dll", size=5, sha256="a" * 64,
                    component="core", source="cudnn", machine="AMD64", version="8.0.3.33"),

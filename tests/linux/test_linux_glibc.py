@@ -17,7 +17,7 @@ import pytest
 from bundler.diagnose.doctor import examine_bundle
 from bundler.platforms.registry import platform_for
 from bundler.recipe.load import load_recipe_file
-from bundler.runtime.bootstrap import glibc_problem
+from bundler.runtime.rules import glibc_problem
 from tests.harness.packing import PROJECT_ROOT, run_cli
 from tests.harness.winenv.wheels import fetched_once, wheel_cache
 

@@ -123,9 +123,9 @@ def test_only_the_seam_knows_the_platform_packages() -> None:
 
 
 # Outside the platform packages and the seam, these may still ask the OS bundler runs on:
-# the shipped bootstrap (standard library only, it picks its own loader) and support/
-# (bundler's own file locks and cache folders, not a target platform's knowledge).
-OS_QUESTIONS_ALLOWED = ("runtime/bootstrap.py", "support/")
+# support/ (bundler's own file locks and cache folders, not a target platform's
+# knowledge). The shipped bootstrap holds its platform's loader only: it asks nothing.
+OS_QUESTIONS_ALLOWED = ("support/",)
 OS_QUESTIONS = {("os", "name"), ("sys", "platform"), ("platform", "system")}
 # Literal platform tags and library suffixes: a check against one is a platform's
 # knowledge (Platform.wheel_tag, .machine, .is_library, .library_file).

@@ -11,7 +11,7 @@ import pytest
 
 from bundler.errors import SpecError
 from bundler.pack.spec import load_spec
-from bundler.runtime import bootstrap
+from bundler.runtime import activation as bootstrap
 from tests.harness.winenv import PROJECT_ROOT
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
@@ -41,7 +41,7 @@ def test_report_returns_what_the_docs_list_and_prints_nothing(
     listed = re.findall(r"`(\w+)`", section.split("returns what was loaded", 1)[1])
     report = bootstrap.report()
     assert capsys.readouterr() == ("", "")
-    assert set(report) == {"recipe", "versions", "runtime_dir", "driver", "dlls"}
+    assert set(report) == {"recipe", "versions", "runtime_dir", "driver", "libraries", "dlls"}
     assert set(report) <= set(listed)
 
 

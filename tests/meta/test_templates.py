@@ -44,7 +44,7 @@ except BuildError as exc:
 
 
 @pytest.mark.parametrize("damaged, line", [
-    ("bootstrap.py", 'RUNTIME_DIR = "cudnn"'),
+    ("common.py", 'RUNTIME_DIR = "cudnn"'),   # the bootstrap's piece that holds it
     ("pyinstaller_wrapper.py", "PARAMS: dict = {}  # set by bundler pack"),
 ])
 def test_a_template_without_its_placeholder_is_refused_even_under_O(

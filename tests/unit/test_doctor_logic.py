@@ -21,7 +21,7 @@ from bundler.diagnose.doctor.host import (
 from bundler.diagnose.doctor.machine_checks import FrameworkReport, judge_machine
 from bundler.errors import BundlerError
 from bundler.platforms.registry import windows
-from bundler.runtime.bootstrap import (
+from bundler.runtime.rules import (
     cuda_needed,
     cuda_text,
     driver_from_file_version,

@@ -10,7 +10,7 @@ import pytest
 
 from bundler.platforms.api import FoundLibrary
 from bundler.platforms.registry import linux, windows
-from bundler.runtime.bootstrap import driver_from_file_version as bootstraps_rule
+from bundler.runtime.rules import driver_from_file_version as bootstraps_rule
 from bundler.windows.driver import driver_from_file_version
 
 

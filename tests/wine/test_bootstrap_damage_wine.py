@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bundler.cli import main
-from bundler.runtime import bootstrap
+from bundler.runtime import common as bootstrap
 from tests.harness.packing import Workspace, make_workspace, own_copy
 from tests.harness.winenv import WindowsPython, require_wine
 

@@ -135,8 +135,8 @@ def test_without_a_driver_the_app_warns_once_and_runs(win_python, bundles, tmp_p
                                                                                "418.96")
     assert driver["problem"] in warnings[0]
     # It kept going: the whole runtime was preloaded from the bundle.
-    assert len(report["dlls"]) == 10
-    assert all(d["loaded_from"].startswith(to_windows_path(app)) for d in report["dlls"])
+    assert len(report["libraries"]) == 10
+    assert all(d["loaded_from"].startswith(to_windows_path(app)) for d in report["libraries"])
 
 
 def test_require_driver_stops_the_app_with_the_message(win_python, bundles, tmp_path) -> None:
@@ -269,7 +269,7 @@ RECIPES = {"cu101": "cudnn-8.0.3.33-cuda10.1-win-x64", "cu118": "cudnn-8.9.4.25-
 # Each recipe's driver check against one driver, in one Windows process, then doctor on
 # a bundle whose manifest carries the CUDA 11.8 recipe's figures.
 CHECK_DRIVERS = """import json, sys
-from bundler.runtime.bootstrap import driver_check
+from bundler.runtime.loader_windows import driver_check
 from bundler.cli import main
 print(json.dumps({name: driver_check(json.loads(versions))
                   for name, versions in zip(sys.argv[2::2], sys.argv[3::2])}))

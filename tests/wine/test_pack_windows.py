@@ -101,7 +101,7 @@ def test_report_names_versions_and_load_paths(packed: Workspace, app_python: Win
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["versions"]["cudnn"] == "8.0.3.33"
-    loaded = {Path(d["file"]).name: d for d in report["dlls"]}
+    loaded = {Path(d["file"]).name: d for d in report["libraries"]}
     assert loaded["cudnn64_8.dll"]["version"] == "8.0.3.33"
     assert loaded["cudnn64_8.dll"]["loaded_from"].lower() == to_windows_path(
         dist / "cudnn" / "cudnn64_8.dll").lower()
@@ -240,7 +240,7 @@ first = bootstrap._dll_directory
 os.rename(os.path.join(runtime, "held.dll"), os.path.join(runtime, "cudnn_cnn_infer64_8.dll"))
 bootstrap.activate()
 print(json.dumps({"same_dll_directory": bootstrap._dll_directory is first,
-                  "loaded": len(bootstrap.report()["dlls"])}))
+                  "loaded": len(bootstrap.report()["libraries"])}))
 '''
 
 

@@ -58,7 +58,8 @@ APP_MAIN = textwrap.dedent('''\
         "meipass": sys._MEIPASS, "hidden": hidden,
         "labels": open(labels).read() if os.path.exists(labels) else None,
         "user_hook_saw_bootstrap": globals().get("USER_HOOK_SAW_BOOTSTRAP"),
-        "loaded_from": {d["file"]: d["loaded_from"] for d in _cudnn_bootstrap.report()["dlls"]},
+        "loaded_from": {d["file"]: d["loaded_from"]
+                        for d in _cudnn_bootstrap.report()["libraries"]},
     }), flush=True)
 ''')
 

@@ -51,7 +51,7 @@ def main():
     fw.framework_cudnn_path(path, len(path))
     report = _cudnn_bootstrap.report()
     runtime = ctypes.c_int(0)
-    cudart = next(d["file"] for d in report["dlls"] if "/cudart64_" in d["file"])
+    cudart = next(d["file"] for d in report["libraries"] if "/cudart64_" in d["file"])
     status = ctypes.WinDLL(cudart.rsplit("/", 1)[1]).cudaRuntimeGetVersion(
         ctypes.byref(runtime))
     print(json.dumps({"overlapped": os.path.exists(other),
@@ -170,9 +170,10 @@ def test_two_cudnn_versions_run_side_by_side_each_loading_its_own(
     assert old["cudnn_path"].lower() == windows_path_in(seed, "cudnn/cudnn64_8.dll")
     assert new["cudnn_path"].lower() == windows_path_in(cu11, "cudnn/cudnn64_8.dll")
     for bundle, result in ((seed, old), (cu11, new)):
-        for dll in result["report"]["dlls"]:  # every runtime DLL from its own bundle
+        for dll in result["report"]["libraries"]:  # every runtime DLL from its own bundle
             assert dll["loaded_from"].lower() == windows_path_in(bundle, dll["file"])
-    real_cudart = next(d for d in new["report"]["dlls"] if d["file"].endswith("cudart64_110.dll"))
+    real_cudart = next(d for d in new["report"]["libraries"]
+                       if d["file"].endswith("cudart64_110.dll"))
     assert real_cudart["version"] == "6.14.11.11080"  # the real DLL from the wheel
 
 
@@ -220,7 +221,7 @@ def test_real_cudnn_8_9_is_loaded_from_the_bundle_despite_a_decoy_on_path(
     assert result["cudnn_version"] == 8904
     assert result["cudnn_path"].lower() == windows_path_in(bundle, "cudnn/cudnn64_8.dll")
     assert result["cudart"] == [35, 0]  # cudaErrorInsufficientDriver: no GPU driver here
-    loaded = {d["file"]: d["loaded_from"].lower() for d in result["report"]["dlls"]}
+    loaded = {d["file"]: d["loaded_from"].lower() for d in result["report"]["libraries"]}
     assert all(path == windows_path_in(bundle, rel) for rel, path in loaded.items())
     # cudnnCreate was found and called (-1: cuDNN or cudnnCreate missing), and with no GPU
     # and no driver here it cannot succeed (0): it returned an error status.

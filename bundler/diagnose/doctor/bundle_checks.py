@@ -42,7 +42,7 @@ from bundler.platforms.registry import (
     windows,
 )
 from bundler.recipe.load import Recipe, shipped_recipes
-from bundler.runtime.bootstrap import glibc_problem, judge_driver, same_file
+from bundler.runtime.rules import glibc_problem, judge_driver, same_file
 from bundler.support.bundle_files import link_on_the_way
 from bundler.support.hashing import sha256_file
 from bundler.support.text_tables import format_table

@@ -1,5 +1,5 @@
 """`bundler doctor APPDIR` of a Linux bundle on Linux: how each bundled library would
-load. The bootstrap (runtime/bootstrap.py, `_activate_linux`) opens every file of the
+load. The bootstrap (runtime/loader_linux.py, `_activate_linux`) opens every file of the
 manifest's load_order by absolute path with RTLD_GLOBAL, dependencies first, before the
 app's imports; glibc then answers a later dlopen by SONAME (cuDNN's of its
 sub-libraries) with the copy already mapped. Without that preload, a bare-name load
@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from bundler.diagnose.doctor.findings import NOTE, OK, Finding
 from bundler.platforms.registry import Platform
-from bundler.runtime.bootstrap import same_file
+from bundler.runtime.rules import same_file
 
 
 def linux_load_findings(platform: Platform, root: Path, load_order: tuple[str, ...],

@@ -29,7 +29,7 @@ from bundler.diagnose.doctor.host import (
     site_nvidia_libraries,
 )
 from bundler.platforms.registry import FoundLibrary, Platform
-from bundler.runtime.bootstrap import cuda_text
+from bundler.runtime.rules import cuda_text
 from bundler.support.text_tables import format_table
 
 

@@ -34,7 +34,7 @@ from bundler.diagnose.doctor.host import (
 )
 from bundler.diagnose.doctor.linux_machine import examine_linux, render_linux
 from bundler.platforms.registry import DriverTable, FrameworkEntry, this_machine, windows
-from bundler.runtime.bootstrap import cuda_text, runs_on
+from bundler.runtime.rules import cuda_text, runs_on
 from bundler.support.text_tables import format_table
 
 

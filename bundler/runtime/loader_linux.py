@@ -1,7 +1,6 @@
 """The bootstrap's Linux loader: `bundler pack` puts it into the bootstrap it ships for a
-linux-x86_64 recipe (bootstrap.py, at the lines marked "the loaders"). Standard library
-only; the lines marked "not shipped" give bundler's own import of it (doctor) the names
-the shipped file defines itself.
+linux-x86_64 recipe, after rules.py and common.py and before activation.py
+(pack/emit.py). Standard library only; importing it loads nothing.
 
 A library is known by its SONAME and its file, not by its file name: a copy of cuDNN
 reached through `libcudnn.so.9 -> libcudnn.so.9.1.0` is mapped as libcudnn.so.9.1.0, yet
@@ -11,18 +10,12 @@ after loading it, what a dlopen of the SONAME it declares returns: another file 
 st_dev and st_ino) stops the app, as on Windows (docs/bootstrap.md).
 """
 
-# >>> not shipped: the shipped bootstrap defines these itself
+import ctypes
 import os
 
-from .bootstrap import (
-    _LOADERS,
-    _REPACK,
-    BundledRuntimeError,
-    _check_driver,
-    another_copy,
-    app_folder,
-    driver_older,
-)
+# >>> not shipped: in the shipped bootstrap these come from the pieces before this one
+from .common import _REPACK, BundledRuntimeError, another_copy, app_folder
+from .rules import glibc_problem
 
 # <<< not shipped
 
@@ -43,11 +36,9 @@ def _mapped_files():
 
 def _link_map(handle):
     """glibc's struct link_map of a dlopen handle: its l_addr, l_name and l_ld."""
-    import ctypes
 
     class LinkMap(ctypes.Structure):
-        _fields_ = [("addr", ctypes.c_size_t), ("name", ctypes.c_char_p),
-                    ("ld", ctypes.c_void_p)]
+        _fields_ = [("addr", ctypes.c_size_t), ("name", ctypes.c_char_p), ("ld", ctypes.c_void_p)]
     found = ctypes.POINTER(LinkMap)()
     try:
         dlinfo = ctypes.CDLL(None).dlinfo  # in libc from glibc 2.34, before in libdl
@@ -61,7 +52,6 @@ def _link_map(handle):
 def loaded_as(name):
     """The file (its real path) a dlopen of `name` returns now, without loading one: the
     copy glibc holds under that name or SONAME; "" when none is loaded."""
-    import ctypes
     try:
         handle = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)._handle
     except OSError:
@@ -72,7 +62,6 @@ def loaded_as(name):
 
 def _soname(handle):
     """The SONAME a loaded library declares, from its dynamic section in memory."""
-    import ctypes
     found = _link_map(handle)
     if not found or not found.ld:
         return ""
@@ -107,7 +96,6 @@ def _refuse_other(name, path):
 
 def probe_libcuda():
     """probe_driver on Linux: libcuda.so.1 by SONAME, as the CUDA runtime loads it."""
-    import ctypes
     try:
         get_version = ctypes.CDLL("libcuda.so.1").cuDriverGetVersion
     except (OSError, AttributeError) as exc:
@@ -119,15 +107,13 @@ def probe_libcuda():
         f"cuDriverGetVersion failed (CUresult {result})" if result else "")
 
 
-def glibc_problem(needed, found=""):
-    """Why glibc `found` (default: this machine's) cannot run libraries needing `needed`."""
-    found = found or os.confstr("CS_GNU_LIBC_VERSION").split(" ")[-1]  # "glibc 2.39"
-    return (f"this app's bundled CUDA runtime needs glibc >= {needed} (GLIBC_{needed} "
-            f"symbols); this machine has glibc {found}: run it on a newer Linux"
-            ) if needed and driver_older(found, needed) else ""
+def runs_here():
+    """Whether this Python can make the calls below: dlopen's RTLD_NOLOAD and the
+    process's /proc/self/maps (Linux)."""
+    return hasattr(os, "RTLD_NOLOAD") and os.path.exists("/proc/self/maps")
 
 
-def _activate_linux(manifest):
+def _activate_linux(manifest, check_driver):
     """Load `manifest`'s libraries; the [(relpath, path, handle)] loaded, None for a
     bundle of another platform."""
     if not str(manifest.get("platform", "")).startswith("linux"):
@@ -135,8 +121,7 @@ def _activate_linux(manifest):
     problem = glibc_problem(manifest.get("versions", {}).get("min_glibc", ""))
     if problem:
         raise BundledRuntimeError(problem)
-    _check_driver()
-    import ctypes
+    check_driver()
     loaded = []
     for relpath in manifest.get("load_order", []):
         path = os.path.join(app_folder(), *relpath.split("/"))
@@ -156,9 +141,8 @@ def _activate_linux(manifest):
 
 def _loaded_from(loaded):
     """{relpath: the file a dlopen by its SONAME gets now}, for report()."""
-    return {rel: loaded_as(_soname(h._handle) or os.path.basename(path))
-            for rel, path, h in loaded}
+    return {rel: loaded_as(_soname(h._handle) or os.path.basename(p)) for rel, p, h in loaded}
 
 
-_LOADERS["linux"] = {"activate": _activate_linux, "probe": probe_libcuda,
-                     "loaded_from": _loaded_from, "modules": _mapped_files}
+LOADER = {"runs_here": runs_here, "load": _activate_linux, "probe": probe_libcuda,
+          "loaded_from": _loaded_from, "modules": _mapped_files}
