@@ -498,6 +498,14 @@ MUTANTS = (
            "data = [with_libraries(report_data(bundle)) for bundle in bundles]",
            "data = [report_data(bundle) for bundle in bundles]",
            ("tests/integration/test_libraries_key.py",)),
+    Mutant("cache-prune-ignores-app-wheel-pins", "bundler cache prune removes the app "
+           "wheels a lock names", "bundler/pack/store/caches.py",
+           "wheel.name in named.app_wheels, WHEELS)", "False, WHEELS)",
+           ("tests/integration/test_cache_all.py",)),
+    Mutant("cache-prune-ignores-embed-pin", "bundler cache prune removes the embeddable "
+           "CPython a lock's app.python names", "bundler/pack/store/caches.py",
+           "            sha256s.add(embed.sha256)\n", "            pass\n",
+           ("tests/integration/test_cache_all.py",)),
     Mutant("doctor-checks-one", "doctor of a folder of bundles checks the first only",
            "bundler/commands/cmd_doctor.py", "for found in found_bundles(folder, lock)]",
            "for found in found_bundles(folder, lock)[:1]]", ("tests/integration/test_tamper.py",)),
