@@ -506,6 +506,11 @@ MUTANTS = (
            "CPython a lock's app.python names", "bundler/pack/store/caches.py",
            "            sha256s.add(embed.sha256)\n", "            pass\n",
            ("tests/integration/test_cache_all.py",)),
+    Mutant("windows-machine-json-no-libraries", "doctor --json of a Windows machine "
+           "lacks libraries", "bundler/commands/cmd_doctor.py",
+           "        return data\n    return with_libraries(data)",
+           "        return data\n    return data",
+           ("tests/wine/test_doctor_wine.py", "tests/integration/test_libraries_key.py")),
     Mutant("doctor-checks-one", "doctor of a folder of bundles checks the first only",
            "bundler/commands/cmd_doctor.py", "for found in found_bundles(folder, lock)]",
            "for found in found_bundles(folder, lock)[:1]]", ("tests/integration/test_tamper.py",)),
