@@ -13,131 +13,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from bundler import __version__
-from bundler.commands import cmd_cache, cmd_doctor, cmd_inspect, cmd_pack, cmd_recipes, cmd_verify
+from bundler.commands import COMMANDS
+from bundler.commands.options import DEBUG_HELP, shared_parser
 from bundler.errors import EXIT_INTERNAL, EXIT_OK, BundlerError
-from bundler.init.command import add_init_parser
 from bundler.support.toml_tables import shown
-
-
-def _source_override(text: str) -> tuple[str, str]:
-    sid, sep, path = text.partition("=")
-    if not sep or not sid or not path:
-        raise argparse.ArgumentTypeError(f"expected ID=PATH, got {text!r}")
-    return sid, path
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bundler", description="Make GPU applications carry their own cuDNN runtime.")
     parser.add_argument("--version", action="version", version=f"bundler {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    # --debug also after the command (`bundler pack app.spec --debug`); SUPPRESS keeps
-    # the subcommand from resetting one given before it.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="show tracebacks on errors")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    shared = shared_parser()
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_init_parser(commands, common, _source_override)   # its own module, as each new one
-
-    p = commands.add_parser("pack", parents=[common],
-                            help="bundle the runtime into the app folder",
-                            description="Pack an app with its own cuDNN runtime, as the "
-                            "spec says; writes dist/<app name>/ and SPEC.lock (and "
-                            "with --zip, the bundle as a zip). A change of the spec "
-                            "updates the lock and the summary says what changed.")
-    p.add_argument("spec", metavar="SPEC", help="the app spec (TOML), e.g. app.spec")
-    p.add_argument("--out", metavar="DIR", help="bundle folder (default: dist/<app name> "
-                   "beside the spec)")
-    p.add_argument("--source", metavar="ID=PATH", action="append", type=_source_override,
-                   help="where a recipe source is on this machine (overrides [sources])")
-    locking = p.add_mutually_exclusive_group()
-    locking.add_argument("--update-lock", action="store_true",
-                         help="accept inputs that differ from the lock and rewrite it (a "
-                         "change of the spec itself updates the lock without it)")
-    locking.add_argument("--locked", action="store_true",
-                         help="refuse any change to the lock: a spec change, a changed "
-                         "input, or no lock yet (for CI)")
-    p.add_argument("--offline", action="store_true",
-                   help="never fetch: fail, naming each wheel that is neither given nor "
-                   "in the wheel cache")
-    p.add_argument("--copy", action="store_true",
-                   help="give the bundle its own copies of the runtime files instead of "
-                   "hard links into the runtime store (e.g. for a bundle you archive "
-                   "yourself; --zip reads the files' contents and needs no copies)")
-    p.add_argument("--zip", metavar="PATH", help="also write the finished bundle as a "
-                   "deterministic zip (its top folder is the bundle's; the same inputs give "
-                   "the same bytes)")
-    p.add_argument("--json", action="store_true", help="print a JSON summary")
-    p.set_defaults(run=cmd_pack)
-
-    c = commands.add_parser("cache", parents=[common], help="show or prune the runtime store",
-                            description="The runtime store keeps each runtime file once "
-                            "(by sha256) for every bundle on this machine. Without an "
-                            "action: its size and the locks that pin its files. prune: "
-                            "remove the files no lock on this machine pins.")
-    c.add_argument("action", nargs="?", choices=["prune"], metavar="prune",
-                   help="remove files no registered lock pins")
-    c.add_argument("--dry-run", action="store_true",
-                   help="with prune: say what would be removed, remove nothing")
-    c.add_argument("--json", action="store_true", help="print a JSON report")
-    c.set_defaults(run=cmd_cache)
-
-    v = commands.add_parser("verify", parents=[common],
-                            help="re-hash a bundle against its manifest (and lock)",
-                            description="Check every bundled file against manifest.json, "
-                            "and that the entry script still loads the bootstrap; with "
-                            "--lock, each file against the lock too. APPDIR may be a folder "
-                            "of bundles (dist): each is checked. Exit 1 if any file is "
-                            "missing, changed or unexpected.")
-    v.add_argument("appdir", metavar="APPDIR", help="a bundle made by bundler pack "
-                   "(e.g. dist/ocr-server), or a folder of bundles (dist)")
-    v.add_argument("--lock", metavar="SPEC.lock", help="the lock the bundle was packed with: "
-                   "pins each file's sha256 apart from the manifest")
-    v.add_argument("--json", action="store_true", help="print a JSON report")
-    v.add_argument("--run", action="store_true", dest="run_app",
-                   help="instead: start the app (its entry, import-only; or the COMMAND "
-                   "after --, e.g. -- python3 main.py) and list every cuDNN/CUDA library "
-                   "the process maps; exit 1 on one not from the bundle, one mapped "
-                   "twice, or no process seen")
-    v.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="with --run: stop the app after this long (default 600)")
-    v.set_defaults(run=cmd_verify, app_command=[])   # COMMAND: the words after -- (main)
-
-    i = commands.add_parser("inspect", parents=[common],
-                            help="what a DLL, folder, zip or wheel holds and needs",
-                            description="Show each DLL's machine, versions, imports "
-                            "(bundled/system/driver/missing), run-time loads known to the "
-                            "recipes, size and sha256; for a zip or wheel, its members and "
-                            "the recipe source it matches.")
-    i.add_argument("path", metavar="PATH", help="a DLL, a folder, a zip archive or a wheel")
-    i.add_argument("--json", action="store_true", help="print a JSON report")
-    i.set_defaults(run=cmd_inspect)
-
-    d = commands.add_parser("doctor", parents=[common],
-                            help="what this machine (or a bundle on it) would load",
-                            description="Without APPDIR: the cuDNN/CUDA DLLs a bare-name load "
-                            "finds, the driver, the installed frameworks. With APPDIR: verify "
-                            "the bundle and check it would load here. Exit 1 if problems.")
-    d.add_argument("appdir", nargs="?", metavar="APPDIR", help="a bundle made by bundler pack")
-    d.add_argument("--lock", metavar="SPEC.lock", help="with APPDIR: check each file against "
-                   "the lock too")
-    d.add_argument("--json", action="store_true", help="print a JSON report")
-    d.set_defaults(run=cmd_doctor)
-
-    r = commands.add_parser("recipes", parents=[common],
-                            help="list the recipes and releases bundler knows, or show one",
-                            description="Without NAME: every shipped recipe with its cuDNN, "
-                            "CUDA and platform, and the release families. With a family "
-                            "(cudnn9) or a version prefix (9.1): the releases it has. With "
-                            "a name: its sources (and how each is trusted), components (what "
-                            "each requires) and driver minimum.")
-    r.add_argument("name", nargs="?", metavar="NAME",
-                   help="a recipe or release name (cudnn-9.1.0.70-cuda12-win-x64), a family "
-                   "(cudnn9), a version prefix (9.1), or a recipe file")
-    r.add_argument("--write", metavar="FILE", help="with NAME: write the recipe to FILE, to "
-                   "edit (e.g. to pair other CUDA wheels) and name in a spec")
-    r.add_argument("--json", action="store_true", help="print the recipe(s) as JSON")
-    r.set_defaults(run=cmd_recipes)
+    for command in COMMANDS:   # one module each: bundler/commands/cmd_<name>.py
+        command.add_parser(commands, shared).set_defaults(run=command.run)
     return parser
 
 

@@ -225,7 +225,7 @@ MUTANTS = (
            "if False and said and not file.version and _is_cudnn(recipe.target, name) and",
            ("tests/integration/test_release_evidence.py",)),
     Mutant("recipes-shows-static-trust", "bundler recipes shows the recipe's static trust "
-           "text, not the ladder a pack applies", "bundler/commands.py",
+           "text, not the ladder a pack applies", "bundler/commands/cmd_recipes.py",
            "f\"{ladder(recipe, source.id)}\")", "f\"{source.trust}\")",
            ("tests/integration/test_trust_ladder.py",)),
     Mutant("lock-pins-no-manifest", "verify --lock ignores the lock's manifest and entry pins",
@@ -309,7 +309,8 @@ MUTANTS = (
     Mutant("zip-streams-untrimmed", "--zip: kept streams ignore the store's size cap", ZIP,
            "        streams.trim(frozenset(writer.used))\n", "        pass\n",
            ZIP_REUSE_TESTS),
-    Mutant("zip-bar-under-json", "pack --json draws progress bars", "bundler/commands.py",
+    Mutant("zip-bar-under-json", "pack --json draws progress bars",
+           "bundler/commands/cmd_pack.py",
            "with silenced(args.json):", "with silenced(False):", ZIP_REUSE_TESTS),
     Mutant("zip-killed-zip-needs-zip", "a killed --zip's temporary zip is removed only by a "
            "pack of that zip", "bundler/pack/pipeline.py",
@@ -488,9 +489,31 @@ MUTANTS = (
            "bundler/recipe/selection.py", 'f"{did_you_mean(name, recipe.components, 0.6)}",',
            '"",',
            ("tests/integration/test_cli.py",)),
+    Mutant("spec-libraries-ignored", "a spec's [scan] libraries is not read (only its "
+           "deprecated alias dlls)", "bundler/pack/spec.py",
+           'named = "dlls" if "dlls" in table.names() else "libraries"', 'named = "dlls"',
+           ("tests/integration/test_libraries_key.py",)),
+    Mutant("doctor-json-no-libraries", "doctor APPDIR --json lacks libraries",
+           "bundler/commands/cmd_doctor.py",
+           "data = [with_libraries(report_data(bundle)) for bundle in bundles]",
+           "data = [report_data(bundle) for bundle in bundles]",
+           ("tests/integration/test_libraries_key.py",)),
+    Mutant("cache-prune-ignores-app-wheel-pins", "bundler cache prune removes the app "
+           "wheels a lock names", "bundler/pack/store/caches.py",
+           "wheel.name in named.app_wheels, WHEELS)", "False, WHEELS)",
+           ("tests/integration/test_cache_all.py",)),
+    Mutant("cache-prune-ignores-embed-pin", "bundler cache prune removes the embeddable "
+           "CPython a lock's app.python names", "bundler/pack/store/caches.py",
+           "            sha256s.add(embed.sha256)\n", "            pass\n",
+           ("tests/integration/test_cache_all.py",)),
+    Mutant("windows-machine-json-no-libraries", "doctor --json of a Windows machine "
+           "lacks libraries", "bundler/commands/cmd_doctor.py",
+           "        return data\n    return with_libraries(data)",
+           "        return data\n    return data",
+           ("tests/wine/test_doctor_wine.py", "tests/integration/test_libraries_key.py")),
     Mutant("doctor-checks-one", "doctor of a folder of bundles checks the first only",
-           "bundler/commands.py", "for found in _bundles(folder, lock)]",
-           "for found in _bundles(folder, lock)[:1]]", ("tests/integration/test_tamper.py",)),
+           "bundler/commands/cmd_doctor.py", "for found in found_bundles(folder, lock)]",
+           "for found in found_bundles(folder, lock)[:1]]", ("tests/integration/test_tamper.py",)),
     Mutant("antivirus-for-any-file", "verify blames an antivirus for any changed file",
            "bundler/diagnose/verify.py", "if any(_LIBRARY.search(name) for name in names):",
            "if True:", ("tests/integration/test_tamper.py",)),
@@ -664,7 +687,7 @@ MUTANTS = (
            "reasons={**selection.reasons, **completed}", "reasons={**selection.reasons}",
            ("tests/wine/test_components_complete.py",)),
     Mutant("recipes-hides-what-it-brings", "bundler recipes NAME does not say what a "
-           "component brings to work", "bundler/commands.py", "        if brings:\n",
+           "component brings to work", "bundler/commands/cmd_recipes.py", "        if brings:\n",
            "        if False:\n", ("tests/wine/test_components_complete.py",)),
     Mutant("app-pyd-not-provided", "a binary the app ships in another folder (a .pyd) does "
            "not count as provided to the app's other binaries", "bundler/pack/app_needs.py",

@@ -1,4 +1,5 @@
-"""`bundler init APPDIR`: write a first spec for an app folder (like `cargo init`).
+"""`bundler init APPDIR`: write a first spec for an app folder (like `cargo init`);
+its options are parsed by commands/cmd_init.py.
 
 It scans the app as `bundler pack` does (pack/app_scan.py), picks the recipe and
 components its DLLs and frameworks need (init/choice.py), finds the inputs this machine
@@ -33,29 +34,8 @@ SPEC_NAME = "app.spec"
 BUILDERS = ("folder", "embedded-python")
 
 
-def add_init_parser(commands: argparse._SubParsersAction, common: argparse.ArgumentParser,
-                    source_override: object) -> None:
-    p = commands.add_parser(
-        "init", parents=[common], help="write a first app.spec for an app folder",
-        description="Scan APPDIR as pack does (the DLLs its binaries import, the frameworks "
-        "installed in it) and write app.spec beside it: the folder, the entry script "
-        "(main.py, __main__.py, app.py or the only .py), the newest cuDNN release that "
-        "ships every CUDA/cuDNN DLL the app needs, the components that supply them, and "
-        "the inputs found on this machine, each line with a comment saying why. Never "
-        "overwrites a file.")
-    p.add_argument("appdir", metavar="APPDIR", help="the app folder to ship")
-    p.add_argument("--out", metavar="SPEC", help=f"where to write the spec (default: "
-                   f"{SPEC_NAME} in APPDIR's parent folder)")
-    p.add_argument("--source", metavar="ID=PATH", action="append", type=source_override,
-                   help="where a recipe source is on this machine (written into [sources])")
-    p.add_argument("--builder", choices=BUILDERS, help="how the app is made: folder (ship "
-                   "the folder as it is) or embedded-python (ship it with its own CPython "
-                   "and its requirements.txt installed); default: embedded-python where the "
-                   "app has a requirements.txt and no site-packages, else folder")
-    p.set_defaults(run=cmd_init)
-
-
-def cmd_init(args: argparse.Namespace) -> int:
+def init(args: argparse.Namespace) -> int:
+    """Write the first spec for `args.appdir` (the options commands/cmd_init.py parses)."""
     app = Path(args.appdir).resolve()
     if not app.is_dir():
         raise SpecError(f"{args.appdir}: no such folder", "give the app folder to ship, e.g. "

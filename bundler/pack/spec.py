@@ -65,9 +65,14 @@ def load_spec(path: Path) -> Spec:
 
 
 def _scan(table: Table) -> ScanSettings:
+    # `libraries` is the key's name; `dlls`, its first, is a deprecated alias until 1.0.
+    if {"libraries", "dlls"} <= set(table.names()):
+        raise SpecError(f"{table.path}: [scan] gives both libraries and dlls (dlls is the "
+                        "deprecated name of libraries)", "keep libraries only")
+    named = "dlls" if "dlls" in table.names() else "libraries"
     settings = ScanSettings(
         enabled=table.take("enabled", bool, True),
-        dlls=tuple(table.take_str_list("dlls", [])),
+        dlls=tuple(table.take_str_list(named, [])),
         components=tuple(table.take_str_list("components", [])),
         allow_app_copies=table.take("allow_app_copies", bool, False),
         environment=table.take("environment", str, ""))

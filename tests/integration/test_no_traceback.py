@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bundler import cli
+from bundler.commands import cmd_recipes
 from tests.harness.packing import Workspace, make_workspace, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,7 +144,7 @@ def test_an_unexpected_exception_is_an_internal_error_exit_3(
         monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     def bug(_args: object) -> int:  # stands in for a bug: there is no real one to use
         raise KeyError("oops")
-    monkeypatch.setattr(cli, "cmd_recipes", bug)
+    monkeypatch.setattr(cmd_recipes, "run", bug)
     code, _, err = run_cli(capsys, "recipes")
     assert code == 3
     assert err.startswith("bundler: internal error: KeyError") and "Traceback" not in err
@@ -153,7 +154,7 @@ def test_an_unexpected_exception_is_an_internal_error_exit_3(
 def test_running_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     def exhausted(_args: object) -> int:
         raise MemoryError
-    monkeypatch.setattr(cli, "cmd_recipes", exhausted)
+    monkeypatch.setattr(cmd_recipes, "run", exhausted)
     assert "ran out of memory" in refused(capsys, "recipes")
 
 

@@ -98,6 +98,7 @@ def test_doctor_names_both_cudnn_copies_the_winner_and_the_missing_driver(
     assert as_json.returncode == 1, as_json.stderr
     report = json.loads(as_json.stdout)
     assert report["ok"] is False
+    assert report["libraries"] == report["dlls"]   # dlls: libraries' deprecated alias
     cudnn = {p["copy"]["path"]: (p["role"], p["copy"]["version"], p["copy"]["folder"]["label"])
              for p in report["dlls"] if p["copy"]["name"].lower() == "cudnn64_8.dll"}
     assert cudnn == {f"{decoy}\\cudnn64_8.dll": ("picked", "7.6.5.32", "PATH[1]"),

@@ -23,15 +23,16 @@ _MAX_DIGITS = 24   # a yottabyte: more is a typo, and would overflow float()
 DEBRIS_AGE = 15 * 60
 
 
-def size_cap(environ: Mapping[str, str]) -> int:
-    """$BUNDLER_STORE_MAX in bytes ("20G", "500M", "0" for no cap); StoreError if it is
-    not a size."""
-    text = (environ.get(MAX_VARIABLE) or DEFAULT_MAX).strip().upper().removesuffix("B")
+def size_cap(environ: Mapping[str, str], variable: str = MAX_VARIABLE,
+             default: str = DEFAULT_MAX) -> int:
+    """$BUNDLER_STORE_MAX (or another cap's `variable`) in bytes ("20G", "500M", "0" for
+    no cap); StoreError if it is not a size."""
+    text = (environ.get(variable) or default).strip().upper().removesuffix("B")
     # Digits only: float() would also take "inf", "nan" and "1e400", which no int holds.
     size = _SIZE.fullmatch(text)
     if size is None or len(size["number"]) > _MAX_DIGITS:
-        raise StoreError(f"{MAX_VARIABLE}={environ.get(MAX_VARIABLE)!r} is not a size",
-                         f"give bytes with an optional K, M, G or T: e.g. {DEFAULT_MAX}, "
+        raise StoreError(f"{variable}={environ.get(variable)!r} is not a size",
+                         f"give bytes with an optional K, M, G or T: e.g. {default}, "
                          "or 0 for no cap")
     return int(float(size["number"]) * _UNITS[size["unit"]])
 

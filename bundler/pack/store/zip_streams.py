@@ -123,6 +123,14 @@ class StreamCache:
     def trim(self, used: frozenset[str]) -> list[str]:
         """Remove the least recently used streams (never `used`, the keys this zip took)
         until the store's objects and the streams fit its cap. Returns the keys removed."""
+        removed = [key for key, _ in self.overflow(used)]
+        for key in removed:
+            self.drop(key)
+        return removed
+
+    def overflow(self, used: frozenset[str]) -> list[tuple[str, int]]:
+        """(key, size) of the streams trim removes, least recently used first (what
+        `bundler cache prune --dry-run` shows)."""
         if self._cap <= 0 or not self.folder.is_dir():
             return []
         objects = sum(p.stat().st_size for p in self._objects.glob("*/*")) \
@@ -134,11 +142,10 @@ class StreamCache:
                 size = stream.stat().st_size if stream.exists() else 0
                 kept[record_path.stem] = (record_path.stat().st_mtime, size)
         excess = objects + sum(size for _, size in kept.values()) - self._cap
-        removed = []
+        over = []
         for key in sorted(set(kept) - used, key=lambda k: kept[k][0]):
             if excess <= 0:
                 break
-            self.drop(key)
             excess -= kept[key][1]
-            removed.append(key)
-        return removed
+            over.append((key, kept[key][1]))
+        return over

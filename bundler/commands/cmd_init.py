@@ -1,0 +1,33 @@
+"""`bundler init APPDIR`: its options; the command itself is bundler/init/ (command.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bundler.commands.options import add_appdir, add_source
+from bundler.init.command import BUILDERS, SPEC_NAME, init
+
+
+def add_parser(commands: argparse._SubParsersAction,
+               shared: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = commands.add_parser(
+        "init", parents=[shared], help="write a first app.spec for an app folder",
+        description="Scan APPDIR as pack does (the DLLs its binaries import, the frameworks "
+        "installed in it) and write app.spec beside it: the folder, the entry script "
+        "(main.py, __main__.py, app.py or the only .py), the newest cuDNN release that "
+        "ships every CUDA/cuDNN DLL the app needs, the components that supply them, and "
+        "the inputs found on this machine, each line with a comment saying why. Never "
+        "overwrites a file.")
+    add_appdir(p, "the app folder to ship")
+    p.add_argument("--out", metavar="SPEC", help=f"where to write the spec (default: "
+                   f"{SPEC_NAME} in APPDIR's parent folder)")
+    add_source(p, "where a recipe source is on this machine (written into [sources])")
+    p.add_argument("--builder", choices=BUILDERS, help="how the app is made: folder (ship "
+                   "the folder as it is) or embedded-python (ship it with its own CPython "
+                   "and its requirements.txt installed); default: embedded-python where the "
+                   "app has a requirements.txt and no site-packages, else folder")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    return init(args)

@@ -1,0 +1,31 @@
+"""`bundler inspect PATH`: what a DLL, folder, zip or wheel holds and needs
+(diagnose/inspection.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bundler.commands.options import add_json
+from bundler.commands.output import print_report, with_libraries
+from bundler.diagnose.inspection import inspect_path, render
+from bundler.errors import EXIT_OK
+
+
+def add_parser(commands: argparse._SubParsersAction,
+               shared: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    i = commands.add_parser("inspect", parents=[shared],
+                            help="what a DLL, folder, zip or wheel holds and needs",
+                            description="Show each DLL's machine, versions, imports "
+                            "(bundled/system/driver/missing), run-time loads known to the "
+                            "recipes, size and sha256; for a zip or wheel, its members and "
+                            "the recipe source it matches.")
+    i.add_argument("path", metavar="PATH", help="a DLL, a folder, a zip archive or a wheel")
+    add_json(i)
+    return i
+
+
+def run(args: argparse.Namespace) -> int:
+    report = inspect_path(Path(args.path))
+    print_report(report, render(report), args.json, with_libraries)
+    return EXIT_OK

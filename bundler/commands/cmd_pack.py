@@ -1,0 +1,166 @@
+"""`bundler pack SPEC`: the packer (bundler/pack/), and its summary as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from bundler.commands.options import add_json, add_source, say
+from bundler.commands.output import human_size as _size
+from bundler.errors import EXIT_OK
+from bundler.formats.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
+from bundler.pack.pipeline import PackResult, pack
+from bundler.pack.spec import load_spec
+from bundler.support.progress import silenced
+
+
+def add_parser(commands: argparse._SubParsersAction,
+               shared: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = commands.add_parser("pack", parents=[shared],
+                            help="bundle the runtime into the app folder",
+                            description="Pack an app with its own cuDNN runtime, as the "
+                            "spec says; writes dist/<app name>/ and SPEC.lock (and "
+                            "with --zip, the bundle as a zip). A change of the spec "
+                            "updates the lock and the summary says what changed.")
+    p.add_argument("spec", metavar="SPEC", help="the app spec (TOML), e.g. app.spec")
+    p.add_argument("--out", metavar="DIR", help="bundle folder (default: dist/<app name> "
+                   "beside the spec)")
+    add_source(p, "where a recipe source is on this machine (overrides [sources])")
+    locking = p.add_mutually_exclusive_group()
+    locking.add_argument("--update-lock", action="store_true",
+                         help="accept inputs that differ from the lock and rewrite it (a "
+                         "change of the spec itself updates the lock without it)")
+    locking.add_argument("--locked", action="store_true",
+                         help="refuse any change to the lock: a spec change, a changed "
+                         "input, or no lock yet (for CI)")
+    p.add_argument("--offline", action="store_true",
+                   help="never fetch: fail, naming each wheel that is neither given nor "
+                   "in the wheel cache")
+    p.add_argument("--copy", action="store_true",
+                   help="give the bundle its own copies of the runtime files instead of "
+                   "hard links into the runtime store (e.g. for a bundle you archive "
+                   "yourself; --zip reads the files' contents and needs no copies)")
+    p.add_argument("--zip", metavar="PATH", help="also write the finished bundle as a "
+                   "deterministic zip (its top folder is the bundle's; the same inputs give "
+                   "the same bytes)")
+    add_json(p, "print a JSON summary")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_spec(Path(args.spec))
+    with silenced(args.json):   # no progress bars under --json
+        result = pack(spec, out=Path(args.out) if args.out else None,
+                      overrides=dict(args.source or []), update_lock=args.update_lock,
+                      offline=args.offline, copy=args.copy, locked=args.locked,
+                      zip_to=Path(args.zip) if args.zip else None)
+    for warning in result.warnings:   # on stderr, so --json output stays one document
+        say(f"bundler: warning: {warning}")
+    if args.json:
+        print(json.dumps(_pack_summary(result), indent=2))
+    else:
+        _print_pack(result)
+    return EXIT_OK
+
+
+def _pack_summary(result: PackResult) -> dict:
+    manifest = result.manifest
+    return {"out": str(result.out), "lock": str(result.lock_path),
+            "recipe": manifest.recipe.name, "components": list(manifest.components),
+            "files": [asdict(entry) for entry in manifest.files],
+            "load_order": list(manifest.load_order),
+            "component_sizes": manifest.component_sizes(), "total_size": manifest.total_size,
+            "selected_because": dict(result.reasons),
+            "allowed_unsigned": [e.path for e in manifest.files
+                                 if e.signature == SIGNATURE_ALLOWED_UNSIGNED],
+            "runtime_origin": asdict(result.origin), "inputs_trusted": dict(result.trust),
+            "skipped_from_app": [asdict(item) for item in result.skipped],
+            "not_provided": [asdict(item) for item in result.unprovided],
+            "environment": result.environment,
+            "left_out_wheels": [asdict(item) for item in result.left_out_wheels],
+            "warnings": list(result.warnings), "lock_changes": list(result.lock_changes),
+            "zip": str(result.zip_path) if result.zip_path else None,
+            "zip_members": asdict(result.zip_counts) if result.zip_counts else None}
+
+
+_SKIPPED_SHOWN = 20   # lines naming what was not copied (or provided); --json names all
+
+
+def _print_pack(result: PackResult) -> None:
+    manifest = result.manifest
+    print(f"packed {manifest.recipe.name} into {result.out}")
+    print(f"  components: {', '.join(manifest.components)}")
+    for component, reasons in result.reasons.items():   # what the app scan brought in
+        print(f"  {component}: {'; '.join(reasons)}")
+    for lack in result.unprovided[:_SKIPPED_SHOWN]:   # what the app imports, nothing has
+        them = "them" if len(lack.libraries) > 1 else "it"
+        print(f"  not provided: {', '.join(lack.libraries)}, imported by {lack.by}: neither "
+              f"the bundle nor the system has {them}; that file loads only where the "
+              f"machine provides {them}")
+    if len(result.unprovided) > _SKIPPED_SHOWN:
+        print(f"  not provided: what {len(result.unprovided) - _SKIPPED_SHOWN} more files "
+              "import (--json lists them all)")
+    if result.environment:   # "none (...)" too: what was not examined is said
+        print(f"  environment examined for second copies: {result.environment}")
+    for wheel in result.left_out_wheels:   # the bundle provides these (pack/one_copy.py)
+        what = "left out" if wheel.whole else f"{', '.join(wheel.libraries)} left out"
+        print(f"  {wheel.distribution} {wheel.version}: {what} of the app; the bundle "
+              f"provides {', '.join(wheel.libraries)}, so the process maps one copy")
+    for entry in manifest.files:
+        print(f"  {_size(entry.size):>10}  {entry.path}  ({entry.component}"
+              f"{_signature_note(entry)})")
+    for component, size in manifest.component_sizes().items():
+        print(f"  {_size(size):>10}  component {component}")
+    extra = [f"the bootstrap {manifest.bootstrap.path}"] if manifest.bootstrap.path else []
+    extra += [f"the entry script {manifest.bootstrap.entry}"] if manifest.bootstrap.entry else []
+    bootstrap = f"; verify also checks {' and '.join(extra)}" if extra else ""
+    print(f"  {_size(manifest.total_size):>10}  total, {len(manifest.files)} runtime files"
+          f"{bootstrap}")
+    print(f"  runtime: {_origin_text(result)}")
+    for sid, trust in result.trust.items():
+        print(f"  input {sid}: {trust}")
+    changed = f" (updated: {'; '.join(result.lock_changes)})" if result.lock_changes else ""
+    print(f"  lock: {result.lock_path}{changed}")
+    if result.zip_path:
+        print(f"  zip: {result.zip_path}")
+    if result.zip_counts:   # streams kept by earlier zips are copied, not compressed again
+        counts = result.zip_counts
+        print(f"  zip members: {counts.members}; {counts.reused} reused from earlier zips, "
+              f"{counts.compressed} compressed now")
+    for item in result.skipped[:_SKIPPED_SHOWN]:   # what of the app the bundle lacks
+        print(f"  not copied from the app folder: {item.path} ({item.why})")
+    if len(result.skipped) > _SKIPPED_SHOWN:
+        print(f"  not copied from the app folder: {len(result.skipped) - _SKIPPED_SHOWN} "
+              "more (--json lists them all)")
+    allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
+    if allowed:
+        print(f"  NOT SIGNED: {len(allowed)} files lack the signature the recipe asks for and "
+              "were accepted by the spec's allow_unsigned: this runtime is a stand-in or a "
+              f"rebuild, not the original ({', '.join(allowed)})")
+    # What to run: a PyInstaller build's exe, an embedded-python bundle's launcher.
+    for exe in sorted([*result.out.glob("*.exe"), *result.out.glob("*.cmd")]):
+        print(f"  run: {exe}")
+
+
+
+
+def _signature_note(entry: FileEntry) -> str:
+    if entry.signature == SIGNATURE_VERIFIED:
+        when = f", timestamp {entry.signed_at}" if entry.signed_at else ""
+        return f"; signed by {entry.signer}{when}"
+    if entry.signature == SIGNATURE_ALLOWED_UNSIGNED:
+        return "; not signed, allowed by allow_unsigned"
+    return ""
+
+
+def _origin_text(result: PackResult) -> str:
+    origin = result.origin
+    how = ("linked" if not origin.copied else "copied" if not origin.linked
+           else f"{origin.linked} linked, {origin.copied} copied")
+    labels = {"read": "read from the inputs", "store": f"from the store ({how})",
+              "previous": f"from the previous bundle ({how})"}
+    return "; ".join(f"{count} file(s) {labels[way]}"
+                     for way, count in sorted(origin.files.items())) or "no files"
+
