@@ -528,8 +528,8 @@ MUTANTS = (
            ("tests/unit/test_stage_parallel.py",)),
     Mutant("archive-one-part", "one archive's members are inflated on one lane only",
            "bundler/pack/sources/archive_source.py",
-           "        if workers < 2 or len(names) < 2 or \\\n",
-           "        if True or workers < 2 or len(names) < 2 or \\\n",
+           "        if workers < PARALLEL_CORES or len(names) < 2 or \\\n",
+           "        if True or workers < PARALLEL_CORES or len(names) < 2 or \\\n",
            ("tests/unit/test_stage_one_archive.py",)),
     Mutant("archive-hash-skipped", "on the parallel path the archive's sha256 is not "
            "that of its bytes in order", "bundler/pack/sources/archive_source.py",

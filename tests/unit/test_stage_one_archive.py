@@ -56,7 +56,7 @@ def test_one_archive_on_several_lanes_stages_what_one_lane_stages(
     members = _archive(path)
     one, one_identity = _stage(path, members, tmp_path / "one", 1, monkeypatch)
     threads: set[str] = set()
-    many, many_identity = _stage(path, members, tmp_path / "many", 3, monkeypatch,
+    many, many_identity = _stage(path, members, tmp_path / "many", 4, monkeypatch,
                                  threads=threads)
     assert len(threads) >= 2   # the members really were inflated on several threads
     assert [(s.file, s.relpath, s.size, s.sha256) for s in one] == \
@@ -77,8 +77,8 @@ def test_a_pin_the_archive_misses_is_refused_on_several_lanes(
     raw[raw.index(b"not taken")] ^= 0x01   # stored member: its CRC now fails
     path.write_bytes(bytes(raw))
     with pytest.raises(SourceError, match=r"bin/unused\.txt is corrupt"):
-        _stage(path, members, tmp_path / "bad", 3, monkeypatch, pin)
+        _stage(path, members, tmp_path / "bad", 4, monkeypatch, pin)
     raw[raw.index(b"ot taken") - 1] ^= 0x01   # back as it was, then the pin changed
     path.write_bytes(bytes(raw))
     with pytest.raises(SourceError, match=f"sha256 {pin} differs from the recipe's pin 0+$"):
-        _stage(path, members, tmp_path / "pinned", 3, monkeypatch, "0" * 64)
+        _stage(path, members, tmp_path / "pinned", 4, monkeypatch, "0" * 64)

@@ -15,6 +15,7 @@ from bundler.support.zip_reader import ZipArchive
 # Below this size an archive is read in one pass on one lane (each byte read once): its
 # inflating takes less than the threads and the second, hashing read would cost.
 PARALLEL_FROM = 32 << 20
+PARALLEL_CORES = 4
 
 
 class ArchiveSource(Source):
@@ -59,7 +60,9 @@ class ArchiveSource(Source):
         # identity() checks the pin once every part is done, before anything is kept.
         names = sorted(self._archive.members,
                        key=lambda n: self._archive.members[n].header_offset)
-        if workers < 2 or len(names) < 2 or \
+        # On 2 cores the one pass is faster (it already keeps 1.4-1.7 cores busy with its
+        # inflate, hash and write threads; docs/performance.md): parts from 4 cores on.
+        if workers < PARALLEL_CORES or len(names) < 2 or \
                 self.location.stat().st_size < PARALLEL_FROM:
             return [self.sweep()]
         shares: list[list[str]] = [[] for _ in range(min(workers, len(names)))]
