@@ -8,10 +8,13 @@ any hash the input records itself (a wheel's RECORD) without hashing a second ti
 A file whose signature will be checked has its signature digest (Authenticode's)
 computed from the same bytes, so the check does not read it again.
 
-Independent sources are swept at once, one lane each, as many lanes as cores (the
-largest sources first: they set the pace); within a lane, inflating, hashing and
-writing run on threads of their own (zlib, hashlib and writes let go of the GIL). Each
-file's bytes depend only on its source, so the output is the same whatever the timing.
+Independent sources are swept at once, as many lanes as cores (the largest sources
+first: they set the pace). A source may cut its sweep into parts (Source.sweeps): an
+archive's members then inflate on every core, each part on a file handle of its own,
+while one more part hashes the archive in order (its pin is checked once all parts are
+done, before anything is committed). Within a lane, inflating, hashing and writing run
+on threads of their own (zlib, hashlib and writes let go of the GIL). Each file's bytes
+depend only on its source, so the output is the same whatever the timing.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,35 +102,43 @@ def stage_files(files: list[RuntimeFile], sources: Mapping[str, Source],
     return [staged[f.name] for f in files]
 
 
-def lane_count(sources: int) -> int:
-    """Lanes at once: one per core, at most one per source."""
-    return max(1, min(sources, os.cpu_count() or 1))
+def cores() -> int:
+    """How many lanes may run at once (tests patch it to force the parallel path)."""
+    return os.cpu_count() or 1
+
+
+def lane_count(parts: int) -> int:
+    """Lanes at once: one per core, at most one per part of a source's sweep."""
+    return max(1, min(parts, cores()))
 
 
 def _run_lanes(work: Mapping[str, tuple[Source, Mapping[str, list[RuntimeFile]]]],
                lane: _Lane) -> None:
-    """Sweep each source on a lane; the first failure stops the others. The error
-    raised is that of the first source, by id, that failed of itself."""
-    with ThreadPoolExecutor(lane_count(len(work)), thread_name_prefix="stage") as pool:
-        futures: dict[str, Future[None]] = {
-            sid: pool.submit(_stage_source, source, members, lane)
-            for sid, (source, members) in work.items()}
+    """Sweep each source's parts on lanes; the first failure stops the others. The
+    error raised is that of the first source, by id, that failed of itself."""
+    workers = cores()
+    jobs = [(sid, part, source, members) for sid, (source, members) in work.items()
+            for part in source.sweeps(workers)]
+    with ThreadPoolExecutor(lane_count(len(jobs)), thread_name_prefix="stage") as pool:
+        futures: dict[tuple[str, int], Future[None]] = {
+            (sid, index): pool.submit(_stage_source, source, part, members, lane)
+            for index, (sid, part, source, members) in enumerate(jobs)}
         try:
             wait(futures.values(), return_when=FIRST_EXCEPTION)
         finally:   # a failure or Ctrl-C: the other lanes stop at their next chunk
             if not all(f.done() and f.exception() is None for f in futures.values()):
                 lane.stop.set()
-    for sid in sorted(futures):
-        error = futures[sid].exception()
+    for key in sorted(futures):
+        error = futures[key].exception()
         if error is not None and not isinstance(error, _Stopped):
             raise error
 
 
-def _stage_source(source: Source, wanted: Mapping[str, list[RuntimeFile]],
-                  lane: _Lane) -> None:
+def _stage_source(source: Source, sweep: Iterator[tuple[str, Iterator[bytes]]],
+                  wanted: Mapping[str, list[RuntimeFile]], lane: _Lane) -> None:
     member = ""
     try:
-        for member, chunks in source.sweep():
+        for member, chunks in sweep:
             first, *others = wanted[member]
             digest = lane.digest_for(first, source.size(member)) if lane.digest_for else None
             size, sha256 = _copy(_unless_stopped(chunks, lane.stop),
@@ -148,6 +159,9 @@ def _stage_source(source: Source, wanted: Mapping[str, list[RuntimeFile]],
                           f"bundle: {exc.strerror or exc}",
                           "check the source is readable (an antivirus may hold it) and the "
                           "output folder has free space") from None
+    finally:   # ends the part's helpers (a hashing thread) now, not when it is collected
+        if isinstance(sweep, Generator):
+            sweep.close()
 
 
 def _unless_stopped(chunks: Iterator[bytes], stop: threading.Event) -> Iterator[bytes]:

@@ -216,6 +216,26 @@ class ZipArchive:
                               f"{MAX_DIRECTORY_BYTES >> 20} MiB)",
                               "this is not a runtime archive: check the path")
 
+    def reader(self) -> ZipArchive:
+        """The same archive on a file handle of its own, so that members can be read on
+        several threads at once (each seeks on its own handle). It must be the same
+        file: one put in its place since the directory was read is refused."""
+        twin = ZipArchive.__new__(ZipArchive)
+        twin.path, twin.members = self.path, self.members
+        twin.directory_offset = self.directory_offset
+        try:
+            twin._file = open(self.path, "rb")  # noqa: SIM115 - closed by the caller
+        except OSError as exc:
+            raise SourceError(f"{self.path}: cannot open: {exc.strerror}",
+                              "check the path in [sources] or --source") from None
+        mine, theirs = os.fstat(self._file.fileno()), os.fstat(twin._file.fileno())
+        if (mine.st_ino, mine.st_dev, mine.st_size) != (theirs.st_ino, theirs.st_dev,
+                                                        theirs.st_size):
+            twin._file.close()
+            raise SourceError(f"{self.path}: the file changed while it was read",
+                              "let the download finish, then pack again")
+        return twin
+
     def __enter__(self) -> ZipArchive:
         return self
 

@@ -43,6 +43,12 @@ class Source:
         member's bytes to the end before asking for the next."""
         raise NotImplementedError
 
+    def sweeps(self, workers: int) -> list[Iterator[tuple[str, Iterator[bytes]]]]:
+        """The input's sweep cut into parts that may run at once, on up to `workers`
+        threads, each like `sweep()` over its share of the members. By default one
+        part: the whole sweep, in order."""
+        return [self.sweep()]
+
     def size(self, member: str) -> int:
         raise NotImplementedError
 
