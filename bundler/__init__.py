@@ -1,6 +1,6 @@
 """bundler: make GPU applications carry their own cuDNN runtime."""
 
-__version__ = "0.1.0"
+from bundler.version import __version__ as __version__
 
 
 def launch() -> int:

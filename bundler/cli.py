@@ -12,11 +12,11 @@ import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from bundler import __version__
 from bundler.commands import COMMANDS
 from bundler.commands.options import DEBUG_HELP, shared_parser
 from bundler.errors import EXIT_INTERNAL, EXIT_OK, BundlerError
 from bundler.support.toml_tables import shown
+from bundler.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:

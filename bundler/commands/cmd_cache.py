@@ -1,5 +1,6 @@
-"""`bundler cache [prune]`: the runtime store's size and pins, and its pruning
-(pack/store/upkeep.py)."""
+"""`bundler cache [prune]`: every cache bundler keeps (the runtime store, the wheel and
+embedded-Python downloads, reused zip streams), what locks pin, and their pruning
+(pack/store/upkeep.py, pack/store/caches.py)."""
 
 from __future__ import annotations
 

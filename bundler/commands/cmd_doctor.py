@@ -50,6 +50,8 @@ def _machine_libraries(data: dict) -> dict:
     with `dlls` their deprecated alias; on Linux `dlls` stays what it was, the Windows
     DLLs found on PATH (judged as files), and `libraries` the Linux copies."""
     here = this_machine()
-    if here is not None and here.bare_name_search is not None:
+    # Every platform has a bare-name search now; what tells them apart here is whether
+    # the machine's own libraries are the DLL rows (Windows) or a list of their own.
+    if here is not None and here.library_word != "DLL":
         return data
     return with_libraries(data)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError, SourceError
 from bundler.platforms.registry import platform_for
 from bundler.recipe.checks import check_consistency, driver_minimums, signer_trust
+from bundler.recipe.folders import families_dir, shipped_recipe_dir
 from bundler.recipe.model import (
     LICENCE_COMPONENT,
     SOURCE_KINDS,
@@ -47,22 +47,8 @@ __all__ = ["LICENCE_COMPONENT", "SOURCE_KINDS", "Component", "Recipe", "RuntimeF
            "SourceKind", "SourceSpec", "find_recipe", "families_dir", "load_recipe_file",
            "load_recipe_text", "required_trust", "shipped_recipe_dir", "shipped_recipes"]
 
-def shipped_recipe_dir() -> Path:
-    # A wheel carries the top-level recipes/ folder as package data (bundler.recipes);
-    # a source checkout, or an editable install of one, has it beside the package.
-    checkout = Path(__file__).resolve().parents[2]
-    if (checkout / "pyproject.toml").is_file() and (checkout / "recipes").is_dir():
-        return checkout / "recipes"
-    # bundler.recipes has no __init__.py: ask the regular package for its folder.
-    return Path(str(resources.files("bundler").joinpath("recipes")))
-
-
 def shipped_recipes() -> list[Recipe]:
     return [load_recipe_file(p) for p in sorted(shipped_recipe_dir().glob("*.toml"))]
-
-
-def families_dir() -> Path:
-    return shipped_recipe_dir() / "families"
 
 
 def find_recipe(name_or_path: str, relative_to: Path,

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bundler.errors import RecipeError
+from bundler.recipe.folders import families_dir
 from bundler.releases.families import Family, FamilyFile, families
 from bundler.support.suggest import did_you_mean
 
@@ -115,7 +116,6 @@ def _family_name(recipe: Recipe) -> str:
 
 
 def _family(recipe: Recipe) -> Family | None:
-    from bundler.recipe.load import families_dir  # recipe/load.py imports this module
 
     major = recipe.cudnn.split(".")[0]
     if not major.isdigit():

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from bundler.errors import BundlerError
 from bundler.pack.builders.cpython_embed import KNOWN
+from bundler.pack.builders.embedded_python import BUILDER as EMBEDDED_PYTHON
 from bundler.pack.lock import read_lock
 from bundler.pack.sources.fetch import cache_root
 from bundler.pack.store.store import Store
@@ -40,7 +41,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 APP_WHEELS = "python"   # pip_wheels.wheel_cache: <cache>/python/cp3X-<tag>/
 
 WHEELS = "wheels"
-EMBEDDED = "embedded-python"
+EMBEDDED = EMBEDDED_PYTHON.name   # the sdists that builder downloads: named after it
 STREAMS = "zip-streams"
 
 
@@ -80,12 +81,12 @@ def named_by_locks(store: Store | None) -> Named:
             lock = None   # a damaged lock names nothing it can be read for
         if lock is None:
             continue
-        sha256s.update(str(pins.get("sha256", "")) for pins in lock.sources.values())
+        sha256s.update(pins.sha256 for pins in lock.sources.values())
         app = (lock.spec or {}).get("app", {})
         embed = KNOWN.get(str(app.get("python", ""))) if isinstance(app, dict) else None
         if embed is not None:
             sha256s.add(embed.sha256)
-        app_wheels.update(str(pins.get("file", "")) for pins in (lock.wheels or {}).values())
+        app_wheels.update(pins.file for pins in (lock.wheels or {}).values())
     return Named(frozenset(sha256s), frozenset(app_wheels))
 
 
