@@ -30,9 +30,6 @@ NOT_YET_MOVED = {
     "diagnose/doctor/bundle_checks.py",
     "diagnose/doctor/machine_checks.py",
     "diagnose/inspection.py",
-    "pack/builders/pip_wheels.py",
-    "pack/builders/pyinstaller.py",
-    "pack/sources/fetch.py",
 }
 
 
