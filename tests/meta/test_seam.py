@@ -29,7 +29,6 @@ SEAM = ("platforms", "windows", "linux")
 NOT_YET_MOVED = {
     "diagnose/doctor/bundle_checks.py",
     "diagnose/doctor/machine_checks.py",
-    "diagnose/inspection.py",
 }
 
 
