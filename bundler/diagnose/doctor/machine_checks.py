@@ -71,23 +71,14 @@ def examine_machine(environ: Mapping[str, str] | None = None,
     return replace(report, findings=(_not_this_platform(judged),) + report.findings)
 
 
-def _searches_folders_only(platform: Platform) -> bool:
-    """Whether this machine's loader of `platform` finds every library by name in folders
-    doctor lists: where even the OS's own libraries come from a folder (System32), the
-    files of each folder of the search order are what a bare-name load gets; where they
-    come from a cache (ld.so's), the platform's own bare_name_search tells
-    (linux_machine.py)."""
-    return bool(platform.system_folders())
-
-
 def _files_platform(here: Platform | None) -> Platform:
-    """The platform whose library files machine doctor finds on the search path and
-    judges: this machine's where its loader searches folders only; elsewhere the first
-    other platform inspect tries a file against (all_platforms' order), whose files
-    may lie on this machine's PATH (a Windows app's DLLs on Linux or macOS)."""
-    if here is not None and _searches_folders_only(here):
+    """The platform whose library files machine doctor lists along the search path and
+    judges: one whose loader answers from folders alone (so the folders' files are the
+    story): this machine's own where it is such, else the first such (a Windows app's
+    DLLs on the PATH of Linux or macOS, judged as files)."""
+    if here is not None and here.searches_folders_only:
         return here
-    return next(p for p in all_platforms() if p is not here)
+    return next(p for p in all_platforms() if p.searches_folders_only)
 
 
 def _not_this_platform(judged: Platform) -> Finding:
