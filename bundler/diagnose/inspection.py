@@ -28,7 +28,6 @@ from bundler.platforms.registry import (
     all_platforms,
     platform_for_wheel_tag,
     platform_of_file,
-    windows,
 )
 from bundler.recipe.load import SOURCE_KINDS, Recipe, required_trust, shipped_recipes
 from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
@@ -319,12 +318,22 @@ def _headline(report: InspectReport) -> str:
     if report.kind in ("dll", "library"):   # a DLL, or an ELF shared library
         return f"{report.path}: {'DLL' if report.kind == 'dll' else 'shared library'}"
     if report.kind == "folder":
-        dlls_only = all(windows().is_library(d.name) for d in report.dlls)
-        return (f"{report.path}: folder, {len(report.dlls)} "
-                f"{'DLL(s)' if dlls_only else 'libraries'}, {human_size(report.size)}")
+        return (f"{report.path}: folder, {len(report.dlls)} {_folder_word(report.dlls)}, "
+                f"{human_size(report.size)}")
     return (f"{report.path}: {'wheel' if report.kind == 'wheel' else 'zip archive'}, "
             f"{len(report.members)} members, {human_size(report.size)}, "
             f"sha256 {report.sha256}")
+
+
+def _folder_word(libraries: tuple[InspectedLibrary, ...]) -> str:
+    """What a folder's libraries are called: by the word of the first platform (in the
+    order inspect tries them) whose library names they all carry ("DLL(s)"; an empty
+    folder's is the first platform's); "libraries" where that word is the generic one,
+    or where the folder holds several platforms' libraries."""
+    named = next((p for p in all_platforms()
+                  if all(p.is_library(d.name) for d in libraries)), None)
+    return "libraries" if named is None or named.library_word == "library" \
+        else f"{named.library_word}(s)"
 
 
 def _signature_text(dll: InspectedLibrary) -> str:

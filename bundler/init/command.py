@@ -27,11 +27,15 @@ from bundler.init.requirements import (
 from bundler.init.writer import Build, EntryGuess, app_name, guess_entry, render
 from bundler.pack.app_scan import scan_app
 from bundler.pack.spec import load_spec
-from bundler.platforms.registry import windows
+from bundler.platforms.registry import platform_for
 from bundler.support.toml_tables import tomllib
 
 SPEC_NAME = "app.spec"
 BUILDERS = ("folder", "embedded-python")
+# The platform of the recipes init chooses among (docs/init.md, "Limits": the recipe is a
+# Windows one): its scan reads the app's binaries as that platform's, as pack's scan for
+# that recipe will, and its release catalogue rows are that platform's.
+SPEC_PLATFORM = "win-amd64"
 
 
 def init(args: argparse.Namespace) -> int:
@@ -42,7 +46,7 @@ def init(args: argparse.Namespace) -> int:
                         "bundler init app")
     spec = _new_spec_path(args.out, app)
     given = {sid: _given_path(path) for sid, path in args.source or []}
-    platform = windows()   # the scan reads Windows binaries, as pack's scan does
+    platform = platform_for(SPEC_PLATFORM)
     entry = guess_entry(app)
     build = _build(args.builder, app, spec.parent, entry)
     pinned = pinned_frameworks(build.requirements, platform.driver_table()) \

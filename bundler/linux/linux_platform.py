@@ -42,6 +42,7 @@ class LinuxPlatform(NameRules):
     library_word = "library"
     binary_suffixes: tuple[str, ...] = (".so",)
     case_insensitive = False
+    searches_folders_only = False   # ld.so also answers from its cache
     windows_names = False
     signature_scheme = ""
     release_suffix = "linux-x64"

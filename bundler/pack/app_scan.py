@@ -40,7 +40,6 @@ from bundler.platforms.registry import (
     FrameworkEntry,
     Platform,
     platform_for_release,
-    windows,
 )
 from bundler.releases.catalogue import parse_release_name
 
@@ -83,11 +82,11 @@ class AppScan:
     framework_facts: tuple[FrameworkFacts, ...] = ()
 
 
-def scan_app(root: Path, skip: str = "", platform: Platform | None = None,
+def scan_app(root: Path, skip: str = "", *, platform: Platform,
              own: Mapping[Path, str] | None = None) -> AppScan:
-    """Scan the app folder `root` (an app for `platform`, by default Windows); `skip` is a
-    folder inside it (relative, /) left out (the runtime folder being built)."""
-    platform = platform or windows()
+    """Scan the app folder `root`, an app for `platform` (its binaries are read as that
+    platform's: the recipe's, which the bundle is for); `skip` is a folder inside it
+    (relative, /) left out (the runtime folder being built)."""
     compat = platform.driver_table()
     needs: list[Need] = []
     shipped: dict[str, str] = {}

@@ -269,7 +269,7 @@ def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,
     needs += [Need(dll, f"{w.distribution} {w.version}, left out of the app", "in place of")
               for w in left_out for dll in w.libraries]
     if spec.scan.enabled and app.is_dir():
-        scan = scan_app(app, skip, recipe.target, own)
+        scan = scan_app(app, skip, platform=recipe.target, own=own)
         needs = list(scan.needs) + needs
     environment = examine(spec, recipe, app, skip) if app.is_dir() else None
     selection = select_for_app(recipe, spec.components, spec.scan.components, needs, scan,

@@ -141,6 +141,9 @@ class Platform(Protocol):
     library_word: str         # what messages call one: "DLL"
     binary_suffixes: tuple[str, ...]   # an app's files whose imports the app scan reads
     case_insensitive: bool    # the file system and loader ignore letter case
+    # A bare-name load is answered by folders alone, in an order doctor can list
+    # (Windows: System32, the app, PATH); False where a cache answers too (ld.so's).
+    searches_folders_only: bool
     windows_names: bool       # Windows's name rules (reserved names, case twins) apply
     signature_scheme: str     # "Authenticode"; "" where the wheel's pin is the trust
     # How releases and wheels name the platform: the release catalogue and the recipe

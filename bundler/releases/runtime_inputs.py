@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import SourceError
-from bundler.platforms.registry import platform_for_wheel_tag, windows
+from bundler.platforms.registry import Platform, platform_for, platform_for_wheel_tag
 from bundler.releases.families import RuntimeSet
 from bundler.support.json_files import read_json
 from bundler.support.regular_files import open_regular
@@ -82,8 +82,8 @@ def overrides(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> bool:
 
 def runtime_tables(runtime: RuntimeSet, inputs: Mapping[str, Path]) -> RuntimeTables:
     tables = RuntimeTables.of(runtime)
-    if _toolkit_given(runtime, inputs):
-        return _from_toolkit(tables, inputs[TOOLKIT_SOURCE])
+    if _toolkit_given(runtime, inputs):   # its libraries are named as the set's platform's
+        return _from_toolkit(tables, inputs[TOOLKIT_SOURCE], platform_for(runtime.platform))
     for sid, path in _other_wheels(runtime, inputs).items():
         tables = _with_wheel(tables, sid, path)
     for sid, path in _installed(runtime, inputs).items():
@@ -129,14 +129,14 @@ def _platform_tag(tags: str, pinned: str) -> str:
 
 # -- a CUDA toolkit folder ------------------------------------------------------------------
 
-def _from_toolkit(tables: RuntimeTables, folder: Path) -> RuntimeTables:
+def _from_toolkit(tables: RuntimeTables, folder: Path, platform: Platform) -> RuntimeTables:
     cuda = toolkit_version(folder)
     if cuda.split(".")[0] != tables.cuda.split(".")[0]:
         raise SourceError(f"{folder}: a CUDA {cuda} toolkit, but the release is built for "
                           f"CUDA {tables.cuda.split('.')[0]}",
                           f"give a CUDA {tables.cuda.split('.')[0]}.x toolkit, or name the "
                           f"release for CUDA {cuda.split('.')[0]}")
-    found = _toolkit_dlls(folder)
+    found = _toolkit_dlls(folder, platform)
     renamed = {name: _in_toolkit(name, found) for name in _set_dlls(tables)}
     missing = sorted(n for n, at in renamed.items() if not at and _is_default(tables, n))
     if missing:
@@ -212,13 +212,13 @@ def _checked_version(version: object, path: Path) -> str:
     return version
 
 
-def _toolkit_dlls(folder: Path) -> dict[str, str]:
-    """Lower-cased DLL name -> path below the folder, for each bin folder there is."""
+def _toolkit_dlls(folder: Path, platform: Platform) -> dict[str, str]:
+    """Lower-cased library name -> path below the folder, for each bin folder there is."""
     found: dict[str, str] = {}
     for sub in TOOLKIT_BIN_FOLDERS:
         if (folder / sub).is_dir():
             for path in sorted(p for p in (folder / sub).iterdir()
-                               if windows().is_library(p.name) and p.is_file()):
+                               if platform.is_library(p.name) and p.is_file()):
                 found.setdefault(path.name.lower(), f"{sub}/{path.name}")
     return found
 

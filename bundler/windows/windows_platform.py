@@ -43,6 +43,7 @@ class WindowsPlatform(NameRules):
     library_word = "DLL"
     binary_suffixes: tuple[str, ...] = (".dll", ".pyd", ".exe")
     case_insensitive = True
+    searches_folders_only = True   # the DLL search order: folders only
     windows_names = True
     signature_scheme = "Authenticode"
     release_suffix = "win-x64"

@@ -23,17 +23,6 @@ PACKAGE = ROOT / "bundler"
 OS_PACKAGES = ("windows", "linux")
 SEAM = ("platforms", "windows", "linux")
 
-# Callers of `windows()` outside the seam not yet moved to the platform of what they
-# examine (a recipe, a manifest, a file's header, this machine): issue 29 item 2 left
-# these; the list may only shrink (a new caller fails, a moved one must leave it).
-NOT_YET_MOVED = {
-    "diagnose/doctor/bundle_checks.py",
-    "diagnose/doctor/machine_checks.py", "diagnose/inspection.py",
-    "init/command.py", "pack/app_scan.py", "pack/builders/pip_wheels.py",
-    "pack/builders/pyinstaller.py", "pack/sources/fetch.py", "releases/runtime_inputs.py",
-}
-
-
 def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
 
@@ -123,7 +112,9 @@ def test_a_file_is_of_the_platform_its_header_names(tmp_path: Path) -> None:
     assert platform_of_file(text) is None
 
 
-def test_no_module_outside_the_seam_names_a_platform_beyond_the_known_list() -> None:
+def test_no_module_outside_the_seam_names_a_platform() -> None:
+    """Outside platforms/, windows/ and linux/ a platform is asked for by what is
+    examined (a recipe, a manifest, a file's header, this machine), never by name."""
     naming = set()
     for path in sorted(PACKAGE.rglob("*.py")):
         where = path.relative_to(PACKAGE).as_posix()
@@ -131,6 +122,4 @@ def test_no_module_outside_the_seam_names_a_platform_beyond_the_known_list() -> 
             continue
         if _names_a_platform(_tree(path)):
             naming.add(where)
-    assert naming <= NOT_YET_MOVED, f"new callers of windows()/linux(): {naming - NOT_YET_MOVED}"
-    assert naming >= NOT_YET_MOVED, (
-        f"no longer calls windows(): take it off NOT_YET_MOVED: {NOT_YET_MOVED - naming}")
+    assert naming == set(), f"callers of windows()/linux() outside the seam: {sorted(naming)}"

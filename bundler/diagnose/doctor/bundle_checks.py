@@ -36,10 +36,10 @@ from bundler.formats.lockfile import Lock
 from bundler.formats.manifest import FileEntry, Versions, find_manifest
 from bundler.platforms.registry import (
     Platform,
+    all_platforms,
     known_platforms,
     platform_for,
     this_machine,
-    windows,
 )
 from bundler.recipe.load import Recipe, shipped_recipes
 from bundler.runtime.rules import glibc_problem, judge_driver, same_file
@@ -80,8 +80,7 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     checked = verify(app, found, lock)
     manifest = found.manifest
     environ = os.environ if environ is None else environ
-    target = platform_for(manifest.platform) if manifest.platform in known_platforms() \
-        else windows()
+    target = _bundle_platform(manifest.platform)
     entries = tuple(e for e in manifest.files if target.is_library(PurePosixPath(e.path).name))
     # A Linux bundle on Linux: its own loader's story (linux_bundle.py), not Windows's
     # DLL search, which doctor models for a bundle of Windows's name rules on any machine.
@@ -155,9 +154,14 @@ def _here(platform: str) -> bool:
 
 def _key(report: BundleReport, name: str) -> str:
     """A library name as the bundle's platform compares names."""
-    target = platform_for(report.platform) if report.platform in known_platforms() \
-        else windows()
-    return target.name_key(name)
+    return _bundle_platform(report.platform).name_key(name)
+
+
+def _bundle_platform(name: str) -> Platform:
+    """The platform a bundle's manifest names. One this bundler does not know (an edited
+    manifest, or a newer bundler's) is read as the first platform inspect tries a file
+    against (all_platforms' order), so doctor still reports on the bundle's files."""
+    return platform_for(name) if name in known_platforms() else all_platforms()[0]
 
 
 def _plain_versions(versions: Versions) -> dict[str, str]:
@@ -209,8 +213,7 @@ def _verify_findings(report: VerifyReport) -> list[Finding]:
 def _load_findings(report: BundleReport, placed: list[PlacedCopy],
                    expected: set[str]) -> list[Finding]:
     """Would each bundled DLL load here: its machine, and each import present."""
-    target = platform_for(report.platform) if report.platform in known_platforms() \
-        else windows()
+    target = _bundle_platform(report.platform)
     platform_machine = target.machine
     system = system_folders()
     findings = []
@@ -252,7 +255,9 @@ def _import_problem(dep: Dependency, report: BundleReport, system: dict[str, str
 
 
 def _system_dll_present(name: str, system: dict[str, str]) -> bool:
-    if windows().facts().is_api_set(name):
+    # `system` is this machine's loader's folders: its loader resolves an API set name.
+    here = this_machine()
+    if here is not None and here.facts().is_api_set(name):
         return True
     folders = (system["system32"], os.path.dirname(sys.executable))
     return any(os.path.isfile(os.path.join(folder, name)) for folder in folders)
@@ -328,8 +333,7 @@ def render_bundle(report: BundleReport) -> list[str]:
     lines = [f"bundler doctor: {report.app} (recipe {report.recipe}; CUDA "
              f"{report.versions.get('cuda')}, cuDNN {report.versions.get('cudnn')}, "
              f"driver >= {report.versions.get('min_driver')})", ""]
-    word = platform_for(report.platform).library_word \
-        if report.platform in known_platforms() else "DLL"
+    word = _bundle_platform(report.platform).library_word
     lines += format_table((f"bundled {word}", "machine", "version",
                            "same name on the search path"),
                           ((d.facts.name, d.facts.machine, d.facts.file_version or "-",

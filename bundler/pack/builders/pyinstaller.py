@@ -31,7 +31,7 @@ from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.formats.manifest import BootstrapEntry
 from bundler.pack.builders.base import Builder, BuildOptions, BuiltApp
 from bundler.pack.emit import fill_template, write_bootstrap
-from bundler.platforms.registry import platform_for, windows
+from bundler.platforms.registry import Platform, platform_for
 from bundler.support.progress import line_progress
 
 if TYPE_CHECKING:
@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from bundler.recipe.model import Recipe
 
 MIN_PYINSTALLER = 6  # the onedir layout with a contents directory (_internal)
+# The platform this builder knows so far, as a recipe names it: the child's environment
+# hides its CUDA folders (CUDA_PATH*, PATH entries holding its CUDA libraries).
+# PyInstaller builds for the Python running it, which pack checks is the recipe's.
+BUILDS_FOR = "win-amd64"
 BOOTSTRAP_MODULE = "_cudnn_bootstrap"
 RUNTIME_HOOK = "pyi_rth_cudnn_bootstrap.py"
 # Imported, not run in place: runtime hooks share the app's __main__ namespace,
@@ -161,10 +165,12 @@ def build_environment(environ: Mapping[str, str], runtime_names: frozenset[str]
     return env, dropped
 
 
+def _target() -> Platform:
+    return platform_for(BUILDS_FOR)
+
+
 def _is_cuda_path_var(key: str) -> bool:
-    # PyInstaller builds for the Python running it, which pack checks is the recipe's
-    # platform: Windows, the one platform this builder knows so far.
-    return windows().facts().is_cuda_path_variable(key)
+    return _target().facts().is_cuda_path_variable(key)
 
 
 def _is_cuda_folder(entry: str, cuda_roots: Iterable[str], runtime_names: frozenset[str]) -> bool:
@@ -179,7 +185,7 @@ def _is_cuda_folder(entry: str, cuda_roots: Iterable[str], runtime_names: frozen
         names = os.listdir(entry)
     except OSError:
         return False  # not a folder: it cannot hold a DLL either
-    platform = windows()
+    platform = _target()
     return any(platform.name_key(name) in runtime_names or platform.facts().is_cuda_library(name)
                for name in names if platform.is_library(name))
 

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.platforms.registry import windows
 from bundler.recipe.model import WHEEL, SourceSpec
 from bundler.support.hashing import sha256_file
 from bundler.support.progress import interactive
@@ -41,8 +40,11 @@ def cache_root(environ: Mapping[str, str]) -> Path:
 
 
 def can_fetch(spec: SourceSpec) -> bool:
-    """Only a wheel the recipe pins by name, version and sha256 is fetched."""
-    return spec.source_kind is WHEEL and bool(spec.package and spec.version and spec.sha256)
+    """Only a wheel the recipe pins by name, version and sha256 is fetched, for its
+    platform tag (the recipe's platform's unless the recipe names another): pip picks
+    the file by it."""
+    return spec.source_kind is WHEEL and bool(spec.package and spec.version and spec.sha256
+                                              and spec.platform_tag)
 
 
 def cached(spec: SourceSpec, root: Path) -> Path | None:
@@ -72,7 +74,7 @@ def fetch(spec: SourceSpec, root: Path) -> Path:
     """Download the pinned wheel with pip into the cache; return its path there."""
     return fetch_pinned(Download(
         requirement=f"{spec.package}=={spec.version}", sha256=spec.sha256,
-        pip_options=("--only-binary=:all:", "--platform", spec.platform_tag or windows().wheel_tag,
+        pip_options=("--only-binary=:all:", "--platform", spec.platform_tag,
                      "--python-version", PYTHON_VERSION),
         pattern="*.whl", label=f"source '{spec.id}'", pin_owner="the recipe",
         yourself=f"download it yourself ({download_command([spec])}) and pass "
@@ -112,9 +114,11 @@ def _keep(folder: Path, name: str, download: Download, root: Path) -> Path:
 
 def download_command(specs: Sequence[SourceSpec], dest: str = "wheels") -> str:
     """The pip command a user can run to get these wheels themselves."""
-    platform = specs[0].platform_tag or windows().wheel_tag
+    # A wheel with no platform tag (a recipe's `platform_tag = ""`) is this machine's.
+    tag = specs[0].platform_tag
+    platform = f" --platform {tag}" if tag else ""
     wanted = " ".join(f"{s.package}=={s.version}" for s in specs)
-    return (f"pip download --no-deps --only-binary=:all: --platform {platform} "
+    return (f"pip download --no-deps --only-binary=:all:{platform} "
             f"--python-version {PYTHON_VERSION} {wanted} -d {dest}")
 
 
