@@ -723,6 +723,12 @@ MUTANTS = (
            "bundled = {platform.name_key(item.file.name) for item in staged}",
            "bundled = {platform.name_key(name) for name in infos}",
            ("tests/integration/test_pe_magic.py::test_a_truncated_runtime_dll_is_refused_naming_it",)),
+    Mutant("pe-closed-by-pefile", "each PE file read is closed by pefile's PE.close(), "
+           "which runs a full garbage collection per file", "bundler/windows/pe_file.py",
+           "    finally:\n        _release(image)\n    return returned_constant(code)",
+           "    finally:\n        image.close()\n    return returned_constant(code)",
+           ("tests/integration/test_pe_magic.py::test_reading_a_dll_runs_no_garbage_"
+            "collection_and_unmaps_it",)),
     # Issue 28: Windows name rules over every shipped path (test_windows_names_shipped.py)
     Mutant("shipped-names-unasked", "pack does not ask the platform about the staged "
            "bundle's paths (a wheel's aux.py ships in python/)", "bundler/pack/pipeline.py",
