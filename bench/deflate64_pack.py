@@ -21,8 +21,8 @@ Goals (issue 30): the Deflate64 pack <= 1.2x the deflate one and <= 0.6x `unzip`
 
 With --decoders it first times bundler's zip reader alone on the largest member
 (cudnn_cnn_infer64_8.dll, 624 MB), CPU seconds, best of 3: Deflate64 in inflate64
-slices of 512 bytes (bundler's), 1 KiB and 2 KiB, and the deflate zip's member by the
-deflate engine; what the slice size trades against memory (bundler/support/zip_reader.py).
+slices of 512 bytes, 2 KiB and 32 KiB (bundler's; each call bounded to 8 MiB out), and
+the deflate zip's member by the deflate engine (bundler/support/zip_decoders.py).
 """
 
 from __future__ import annotations
@@ -114,12 +114,12 @@ def write_spec(work: Path, recipe_text: str, zip_path: Path, wheels: dict[str, P
 
 
 def time_decoders(zips: dict[str, Path]) -> None:
-    from bundler.support import zip_reader
+    from bundler.support import zip_decoders, zip_reader
     largest = "cuda/bin/cudnn_cnn_infer64_8.dll"
-    cases = [("Deflate64", 512), ("Deflate64", 1024), ("Deflate64", 2048), ("deflate", 0)]
+    cases = [("Deflate64", 512), ("Deflate64", 2048), ("Deflate64", 32768), ("deflate", 0)]
     for label, slice_bytes in cases:
         if slice_bytes:
-            zip_reader._DEFLATE64_SLICE = slice_bytes  # type: ignore[attr-defined]
+            zip_decoders._DEFLATE64_SLICE = slice_bytes
         best = float("inf")
         with zip_reader.ZipArchive(zips[label]) as archive:
             size = archive.members[largest].size
@@ -130,7 +130,7 @@ def time_decoders(zips: dict[str, Path]) -> None:
         how = f"slices of {slice_bytes} bytes" if slice_bytes else f"by {deflate.ENGINE}"
         print(f"  reader, {label} {how}: {best:.2f} s CPU, {size / best / 1e6:.0f} MB/s",
               flush=True)
-    zip_reader._DEFLATE64_SLICE = 512  # type: ignore[attr-defined]
+    zip_decoders._DEFLATE64_SLICE = 32768
 
 
 def children_cpu() -> float:

@@ -541,19 +541,33 @@ MUTANTS = (
            "bundler/support/deflate.py", "    from isal import isal_zlib as _engine\n",
            "    import zlib as _engine\n", ("tests/unit/test_deflate.py",)),
     Mutant("inflater-output-held-back", "output ISA-L holds back after the input is dropped",
-           "bundler/support/zip_reader.py", "if not data and len(out) < _OUT:", "if not data:",
+           "bundler/support/zip_decoders.py", "if not data and len(out) < OUT:", "if not data:",
            ("tests/unit/test_deflate.py",)),
     Mutant("deflate64-slice-pieces", "Deflate64 output is handed on slice by slice (~1 KB "
-           "pieces), not gathered into 1 MiB ones", "bundler/support/zip_reader.py",
-           "            if self._held + len(out) < _OUT:\n"
+           "pieces), not gathered into 1 MiB ones", "bundler/support/zip_decoders.py",
+           "            if self._held + len(out) < OUT:\n"
            "                self._gathered.append(out)\n"
            "                self._held += len(out)\n"
            "            else:\n"
            "                yield from self._pieces(out)\n", "            yield out\n",
            ("tests/unit/test_deflate64.py",)),
     Mutant("deflate64-tail-dropped", "the Deflate64 output still gathered at a member's end "
-           "is dropped", "bundler/support/zip_reader.py", "    yield from decoder.finish()\n",
+           "is dropped", "bundler/support/zip_decoders.py", "    yield from decoder.finish()\n",
            "", ("tests/unit/test_deflate64.py",)),
+    Mutant("deflate64-unbounded", "Deflate64 calls on 32 KiB slices are not bounded (a run "
+           "of zeros inflates to hundreds of MB in one call)", "bundler/support/zip_decoders.py",
+           "        self._bound = 0 if careful else _DEFLATE64_BOUND", "        self._bound = 0",
+           ("tests/unit/test_deflate64.py", "tests/unit/test_bounded.py")),
+    Mutant("deflate64-again-not-skipped", "a member decoded a second time hands on again "
+           "what the bounded try already handed on", "bundler/support/zip_reader.py",
+           "        yield from skipped(decoded(Deflate64(careful=True), again), delivered)",
+           "        yield from decoded(Deflate64(careful=True), again)",
+           ("tests/unit/test_deflate64.py",)),
+    Mutant("deflate64-again-unread", "a member decoded a second time is not read again from "
+           "its start", "bundler/support/zip_reader.py",
+           "        again = itertools.chain(self._read_again(member, fed), (chunk,), raw)",
+           "        again = itertools.chain((chunk,), raw)",
+           ("tests/unit/test_deflate64.py",)),
     Mutant("stage-one-lane", "sources are staged one at a time", "bundler/pack/stage.py",
            "ThreadPoolExecutor(lane_count(len(jobs))", "ThreadPoolExecutor(1",
            ("tests/unit/test_stage_parallel.py",)),

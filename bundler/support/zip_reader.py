@@ -9,6 +9,7 @@ chunks, so a member of hundreds of MB never sits in memory whole.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import stat
 import struct
@@ -16,14 +17,22 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Protocol
-
-import inflate64
+from typing import BinaryIO
 
 from bundler.errors import SourceError
 from bundler.support import deflate
 from bundler.support.hashing import CHUNK
 from bundler.support.paths import windows_fold
+from bundler.support.zip_decoders import (
+    DECODERS,
+    DEFLATE64,
+    DEFLATED,
+    STORED,
+    BoundReached,
+    Deflate64,
+    decoded,
+    skipped,
+)
 
 # cuDNN's and CUDA's zips and wheels hold tens to hundreds of members; these bound the
 # memory zipfile spends on a directory (about 0.5 KB per member).
@@ -31,7 +40,6 @@ MAX_MEMBERS = 200_000
 MAX_DIRECTORY_BYTES = 64 << 20
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _LOCAL_MAGIC = b"PK\x03\x04"
-STORED, DEFLATED, DEFLATE64 = 0, 8, 9
 # What a corrupt member's decoding raises (inflate64: ValueError).
 _CORRUPT: tuple[type[Exception], ...] = (*deflate.ERRORS, ValueError)
 _METHOD_NAMES = {STORED: "stored", DEFLATED: "deflate", DEFLATE64: "Deflate64"}
@@ -46,109 +54,6 @@ class Member:
     method: int
     header_offset: int
 
-
-class _Decoder(Protocol):
-    def feed(self, data: bytes) -> Iterator[bytes]: ...
-
-    def finish(self) -> Iterator[bytes]:
-        """What the decoder still holds once the member's last input is fed."""
-        ...
-
-
-# Decoded output is taken in pieces of at most this size, however well the input packs:
-# a zip bomb's member declaring 5 KB must not grow to gigabytes before it is caught.
-_OUT = CHUNK
-# Deflate64 (inflate64) has no output limit per call, and one 64 KiB match takes as few
-# as 18 bits (a 1-bit code, 16 extra bits, a 1-bit distance), so its input goes in
-# slices: at most ~15 MB out of any one 512-byte slice, however hostile the stream, and
-# inflate64 holds that twice while it returns it. Larger slices decode a little faster
-# (14% in 1 KiB, 20% in 2 KiB) but a member of zeros then peaks at 120 / 180 MiB
-# instead of 79 (docs/performance.md).
-_DEFLATE64_SLICE = 1 << 9
-
-
-class _Stored:
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        yield data
-
-    def finish(self) -> Iterator[bytes]:
-        return iter(())
-
-
-class _Deflate:
-    def __init__(self) -> None:
-        self._inflater = deflate.raw_inflater()
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        # A full piece may leave output behind with no input left over (ISA-L takes
-        # all the input it is given), so ask again until a piece comes back short.
-        while True:
-            out = self._inflater.decompress(data, _OUT)
-            data = self._inflater.unconsumed_tail
-            yield out
-            if not data and len(out) < _OUT:
-                return
-
-    def finish(self) -> Iterator[bytes]:
-        return iter(())
-
-
-class _Deflate64:
-    """inflate64 (1.0.4) never releases the buffer it is handed, so every input object
-    would stay in memory for good (a 2 GiB member's whole compressed stream). Its input
-    therefore goes through one reused bytearray: one object held, however long the
-    member.
-
-    Each slice gives a few KB of output. Handed on one by one, such pieces (of 512-byte
-    slices) made a pack of a Deflate64 zip 7-8x `unzip`'s time: every piece crossed the
-    CRC, the lane's hashing and writing threads and their queues. So the output is
-    gathered and handed on in pieces of `_OUT` bytes, like the other decoders'."""
-
-    def __init__(self) -> None:
-        self._inflater = inflate64.Inflater()
-        self._slice = bytearray(_DEFLATE64_SLICE)
-        self._gathered: list[bytes | memoryview] = []   # less than _OUT bytes in all
-        self._held = 0
-
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        view = memoryview(data)
-        for start in range(0, len(view), _DEFLATE64_SLICE):
-            piece = view[start:start + _DEFLATE64_SLICE]
-            if len(piece) == _DEFLATE64_SLICE:
-                self._slice[:] = piece  # same length: allowed while inflate64 holds it
-                out = self._inflater.inflate(self._slice)
-            else:  # a member's last piece: one small object per member
-                out = self._inflater.inflate(bytes(piece))
-            if self._held + len(out) < _OUT:
-                self._gathered.append(out)
-                self._held += len(out)
-            else:
-                yield from self._pieces(out)
-
-    def _pieces(self, out: bytes) -> Iterator[bytes]:
-        """Whole pieces of what is gathered and `out`, each byte copied once (the join);
-        what is left over stays gathered. A run's long output is cut without copies."""
-        rest = memoryview(out)
-        while self._held + len(rest) >= _OUT:
-            need = _OUT - self._held
-            self._gathered.append(rest[:need])
-            rest = rest[need:]
-            yield b"".join(self._gathered)
-            self._gathered.clear()
-            self._held = 0
-        if rest:   # a copy, so that a run's long output is not held past this call
-            self._gathered.append(rest.tobytes())
-            self._held = len(rest)
-
-    def finish(self) -> Iterator[bytes]:
-        if self._held:
-            yield b"".join(self._gathered)
-            self._gathered.clear()
-            self._held = 0
-
-
-_DECODERS: dict[int, type[_Decoder]] = {STORED: _Stored, DEFLATED: _Deflate,
-                                         DEFLATE64: _Deflate64}
 
 # Sees every raw byte range a member read takes from the file: (offset, bytes).
 # Lets a caller hash the whole archive from reads it does anyway (see hashing.py).
@@ -256,10 +161,9 @@ class ZipArchive:
         """Yield the member's bytes; raises SourceError if its size or CRC is wrong, and
         as soon as it would inflate past its declared size (nothing past it is yielded)."""
         member = self.members[name]
-        decoder = _DECODERS[member.method]()
         crc, size = 0, 0
         try:
-            for data in _decoded(decoder, self._raw_chunks(member, tap or _no_tap)):
+            for data in self._decoded(member, tap or _no_tap):
                 size += len(data)
                 if size > member.size:
                     raise SourceError(
@@ -282,16 +186,56 @@ class ZipArchive:
         for _ in self.read_chunks(name, tap):
             pass
 
-    def _raw_chunks(self, member: Member, tap: Tap) -> Iterator[bytes]:
-        offset = member.header_offset
-        self._file.seek(offset)
+    def _decoded(self, member: Member, tap: Tap) -> Iterator[bytes]:
+        raw = self._raw_chunks(member, tap)
+        if member.method != DEFLATE64:
+            yield from decoded(DECODERS[member.method](), raw)
+            return
+        bounded, delivered, fed, chunk = Deflate64(), 0, 0, b""
+        try:
+            for chunk in raw:
+                for out in bounded.feed(chunk):
+                    delivered += len(out)
+                    yield out
+                fed += len(chunk)
+            yield from bounded.finish()
+            return
+        except BoundReached:
+            pass
+        # Again from the first byte, carefully: what was read is read again (the tap saw
+        # it in order already), the rest as before; what was handed on is not again.
+        again = itertools.chain(self._read_again(member, fed), (chunk,), raw)
+        yield from skipped(decoded(Deflate64(careful=True), again), delivered)
+
+    def _read_again(self, member: Member, length: int) -> Iterator[bytes]:
+        """The first `length` compressed bytes of a member, the file left where it was."""
+        resume = self._file.tell()
+        self._file.seek(self._data_start(member))
+        while length:
+            raw = self._file.read(min(CHUNK, length))
+            if not raw:
+                raise SourceError(f"{self.path}: the file changed while it was read",
+                                  "let the download finish, then pack again")
+            length -= len(raw)
+            yield raw
+        self._file.seek(resume)
+
+    def _local_header(self, member: Member) -> bytes:
+        self._file.seek(member.header_offset)
         header = self._file.read(_LOCAL_HEADER.size)
         if len(header) < _LOCAL_HEADER.size or header[:4] != _LOCAL_MAGIC:
             raise SourceError(f"{self.path}: member {member.name} has no local header",
                               "the archive is damaged: download it again")
         fields = _LOCAL_HEADER.unpack(header)
         # Read (not seek past) the file name and extra field, so a tap sees every byte.
-        header += self._file.read(fields[9] + fields[10])
+        return header + self._file.read(fields[9] + fields[10])
+
+    def _data_start(self, member: Member) -> int:
+        return member.header_offset + len(self._local_header(member))
+
+    def _raw_chunks(self, member: Member, tap: Tap) -> Iterator[bytes]:
+        offset = member.header_offset
+        header = self._local_header(member)
         tap(offset, header)
         offset += len(header)
         remaining = member.compressed_size
@@ -304,12 +248,6 @@ class ZipArchive:
             offset += len(raw)
             remaining -= len(raw)
             yield raw
-
-
-def _decoded(decoder: _Decoder, raw_chunks: Iterator[bytes]) -> Iterator[bytes]:
-    for raw in raw_chunks:
-        yield from decoder.feed(raw)
-    yield from decoder.finish()
 
 
 def _refuse_special(path: Path) -> None:
@@ -332,7 +270,7 @@ def _member(path: Path, info: zipfile.ZipInfo) -> Member:
     if info.flag_bits & 0x1:
         raise SourceError(f"{path}: member {info.filename} is encrypted",
                           "use the archive as NVIDIA publishes it")
-    if info.compress_type not in _DECODERS:
+    if info.compress_type not in DECODERS:
         raise SourceError(f"{path}: member {info.filename} uses compression method "
                           f"{info.compress_type}, which bundler does not read",
                           f"re-pack it as {', '.join(_METHOD_NAMES.values())}")

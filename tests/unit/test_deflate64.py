@@ -1,9 +1,11 @@
-"""The Deflate64 decoder (bundler/support/zip_reader.py), the method of NVIDIA's legacy
-cuDNN zips: inflate64 is fed 512-byte slices (its output per call has no bound) and what
-they give is gathered into pieces of 1 MiB. Members written by 7-Zip and by inflate64
-come back exactly, in whole pieces, wherever slices and pieces end; a member whose
-bytes differ from its CRC is refused wherever the difference lies, the last piece
-included; bombs are refused at once with bounded memory."""
+"""The Deflate64 decoder (bundler/support/zip_decoders.py, zip_reader.py), the method
+of NVIDIA's legacy cuDNN zips: inflate64 is fed 32 KiB slices with at most 8 MiB out
+per call, and what they give is gathered into pieces of 1 MiB; a call that reaches the
+bound loses input, so that member is decoded again from its start in 512-byte slices
+with no bound, what was handed on skipped. Members written by 7-Zip and by inflate64
+come back exactly, in whole pieces, wherever slices, pieces and the second try begin;
+a member whose bytes differ from its CRC is refused wherever the difference lies, the
+last piece included; bombs are refused at once with bounded memory."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import SourceError
+from bundler.support import zip_reader
 from bundler.support.zip_reader import ZipArchive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,3 +135,52 @@ def test_a_deflate64_bomb_is_refused_at_once_with_little_memory(tmp_path: Path) 
     assert result["outcome"].startswith("refused: member big.dll inflates past"), result
     assert result["written"] == 0
     assert result["peak_rss_mib"] < 150, result   # docs/performance.md: tens of MiB
+
+
+@pytest.fixture
+def careful_tries(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """One entry per member decoded a second time, carefully."""
+    tries: list[bool] = []
+    real = zip_reader.Deflate64
+
+    def counting(careful: bool = False) -> zip_reader.Deflate64:
+        if careful:
+            tries.append(careful)
+        return real(careful)
+
+    monkeypatch.setattr(zip_reader, "Deflate64", counting)
+    return tries
+
+
+def test_machine_code_is_decoded_in_one_bounded_try(tmp_path: Path,
+                                                   careful_tries: list[bool]) -> None:
+    """7-Zip's stream, as NVIDIA's zips are (inflate64's own Deflater loses 772 bytes
+    of this input when inflate64 reads it back, with or without a bound)."""
+    if shutil.which("7z") is None:
+        pytest.skip("7z (p7zip-full) is not installed: run tests/setup.sh")
+    payload = machine_code(5 << 20)
+    (tmp_path / "code.dll").write_bytes(payload)
+    subprocess.run(["7z", "a", "-tzip", "-mm=Deflate64", "-mtc=off", "-bd", "-bso0",
+                    "-bsp0", "code.zip", "code.dll"], cwd=tmp_path, check=True)
+    assert_whole_pieces(pieces_of(tmp_path / "code.zip", "code.dll"), payload)
+    assert careful_tries == []
+
+
+def test_a_run_past_the_bound_is_decoded_again_and_comes_back_exactly(
+        tmp_path: Path, careful_tries: list[bool]) -> None:
+    """3 MiB handed on, then a run whose slice gives 8 MiB at once: the member is read
+    again from its start, the 3 MiB already handed on are not handed on twice, and the
+    archive's bytes reach the tap once each, in order (the pin is hashed from them)."""
+    payload = os.urandom(3 * PIECE + 999) + bytes(200 << 20) + os.urandom(PIECE + 5)
+    path = tmp_path / "a.zip"
+    bench.write_members(path, DEFLATE64, [("a.dll", [payload])])
+    seen: list[tuple[int, int]] = []
+    with ZipArchive(path) as archive:
+        pieces = list(archive.read_chunks(
+            "a.dll", lambda offset, data: seen.append((offset, len(data)))))
+        end = archive.directory_offset
+    assert_whole_pieces(pieces, payload)
+    assert careful_tries == [True]
+    assert seen[0][0] == 0 and all(offset + size == following for (offset, size), (
+        following, _) in zip(seen, seen[1:]))
+    assert seen[-1][0] + seen[-1][1] == end
