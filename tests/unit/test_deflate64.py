@@ -82,7 +82,8 @@ def test_members_of_every_length_stream_back_exactly(tmp_path: Path, size: int) 
 
 
 def test_a_run_longer_than_a_piece_streams_back_exactly(tmp_path: Path) -> None:
-    """One 512-byte slice of a run inflates to megabytes: it is handed on in pieces."""
+    """A run reaches the bounded try's bound; in the careful second try one 512-byte
+    slice of it inflates to megabytes: it is handed on in pieces."""
     payload = os.urandom(1000) + bytes(40 << 20) + os.urandom(777)
     path = tmp_path / "a.zip"
     bench.write_members(path, DEFLATE64, [("a.dll", [payload])])
