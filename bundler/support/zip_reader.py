@@ -187,6 +187,9 @@ class ZipArchive:
             pass
 
     def _decoded(self, member: Member, tap: Tap) -> Iterator[bytes]:
+        """The member's output. A Deflate64 member is tried bounded first (fast; real
+        DLLs never reach the bound) and only where a call reaches it, again carefully
+        (zip_decoders.py says why)."""
         raw = self._raw_chunks(member, tap)
         if member.method != DEFLATE64:
             yield from decoded(DECODERS[member.method](), raw)
