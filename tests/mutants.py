@@ -102,6 +102,9 @@ MUTANTS = (
            FACTS_TESTS),
     Mutant("loader-not-required", "names count in a binary that calls no loader", NAMES,
            "    if not loader:\n", "    if False:\n", FACTS_TESTS),
+    Mutant("loader-first-hit-only", "only the first place a loader's name could start is "
+           "checked", NAMES, "            at = window.find(literal, at + 1)\n",
+           "            at = -1\n", FACTS_TESTS),
     Mutant("fallbacks-demanded", "every version a binary names is demanded", NAMES,
            "chosen = group if len(group) == 1 else real if len(real) == 1 else []",
            "chosen = group", FACTS_TESTS),

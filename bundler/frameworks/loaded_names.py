@@ -37,6 +37,7 @@ from bundler.releases.families import families, runtime_sets, translated
 _PIECE = 8 << 20
 _LONGEST = 256          # bytes: the longest name (UTF-16 doubles it) kept across pieces
 _LOADERS = re.compile(rb"LoadLibrary(?:Ex)?[AW]\x00|dlopen\x00")
+_LOADER_STARTS = (b"LoadLibrary", b"dlopen\x00")   # where a match of _LOADERS can start
 # A library-like name of NVIDIA's: cudnn64_8.dll, cublasLt64_11.dll, libcudnn.so.8.
 _NAME = r"(?:lib)?(?:cu|nv)[A-Za-z0-9_+-]{1,48}(?:\.[A-Za-z0-9]{1,8}){1,4}"
 _ASCII = re.compile(rb"(?<![A-Za-z0-9_.+-])" + _NAME.encode())
@@ -75,7 +76,7 @@ def loaded_by_name(path: Path, platform: Platform) -> LoadedNames:
         tail = b""
         while piece := stream.read(_PIECE):
             window = tail + piece
-            loader = loader or _LOADERS.search(window) is not None
+            loader = loader or _names_a_loader(window)
             for end in ends.finditer(window):
                 around = window[max(0, end.start() - _LONGEST):end.end() + _LONGEST // 4]
                 for name in _names_in(around):
@@ -86,6 +87,19 @@ def loaded_by_name(path: Path, platform: Platform) -> LoadedNames:
     names = [n for n in found.values()
              if platform.is_library(n) and is_runtime_library(n, platform)]
     return _split_alternatives(sorted(names, key=platform.name_key), platform)
+
+
+def _names_a_loader(window: bytes) -> bool:
+    """Whether `window` names a dynamic loader. bytes.find for the literal start, then
+    the pattern at each hit: the pattern's own search ran at ~160 MB/s, most of an
+    embedded-python re-pack's load-by-name reading (0.27 s for numpy's 43 MiB)."""
+    for literal in _LOADER_STARTS:
+        at = window.find(literal)
+        while at != -1:
+            if _LOADERS.match(window, at):
+                return True
+            at = window.find(literal, at + 1)
+    return False
 
 
 def _names_in(around: bytes) -> list[str]:

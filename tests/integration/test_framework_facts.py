@@ -253,6 +253,19 @@ def test_names_are_found_in_ascii_and_utf16_and_only_beside_a_loader(tmp_path: P
     assert loaded_by_name(binary, windows()).names == ()
 
 
+@pytest.mark.parametrize("loader", [b"LoadLibraryA\x00", b"LoadLibraryExW\x00", b"dlopen\x00"])
+def test_a_loader_named_after_look_alikes_still_counts(tmp_path: Path, loader: bytes) -> None:
+    """A loader's name is found by its literal start, then checked whole: the names that
+    only start like one (LoadLibraryFoo, dlopenx) before it do not hide it."""
+    binary = tmp_path / "x.pyd"
+    binary.write_bytes(loader_binary(("cudnn64_8.dll",), loader=False)
+                       + b"LoadLibraryFoo\x00dlopenx\x00LoadLibrary\x00" + loader)
+    assert loaded_by_name(binary, windows()).names == ("cudnn64_8.dll",)
+    binary.write_bytes(loader_binary(("cudnn64_8.dll",), loader=False)
+                       + b"LoadLibraryFoo\x00dlopenx\x00LoadLibrary\x00")
+    assert loaded_by_name(binary, windows()).names == ()
+
+
 def test_several_versions_of_one_library_are_fallbacks_not_needs(tmp_path: Path) -> None:
     binary = tmp_path / "x.pyd"
     binary.write_bytes(loader_binary(("cudnn64_7.dll", "cudnn64_8.dll", "cufft64_10.dll")))
