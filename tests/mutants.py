@@ -746,6 +746,11 @@ MUTANTS = (
            "    finally:\n        image.close()\n    return returned_constant(code)",
            ("tests/integration/test_pe_magic.py::test_reading_a_dll_runs_no_garbage_"
             "collection_and_unmaps_it",)),
+    Mutant("pe-import-thunks-parsed", "every imported function of every PE file is parsed "
+           "(bundler asks only for the DLL names)", "bundler/windows/pe_file.py",
+           "            import_dllnames_only=True)", "            import_dllnames_only=False)",
+           ("tests/integration/test_pe_magic.py::test_imports_are_read_as_dll_names_without_"
+            "their_functions",)),
     # Issue 28: Windows name rules over every shipped path (test_windows_names_shipped.py)
     Mutant("shipped-names-unasked", "pack does not ask the platform about the staged "
            "bundle's paths (a wheel's aux.py ships in python/)", "bundler/pack/pipeline.py",

@@ -115,8 +115,12 @@ def _release(image: pefile.PE) -> None:
 def read_pe(path: Path, exports: bool = False) -> PEInfo:
     image = _open(path)
     try:
+        # The imported DLLs' names, not each function they give (bundler asks for none):
+        # pefile's parse of every thunk was most of an app scan's PE reading (681 PE
+        # files: 3.4 s, 0.7 s without; the same names).
         image.parse_data_directories(
-            directories=_DIRECTORIES + ([_EXPORT_DIRECTORY] if exports else []))
+            directories=_DIRECTORIES + ([_EXPORT_DIRECTORY] if exports else []),
+            import_dllnames_only=True)
         machine = image.FILE_HEADER.Machine
         return PEInfo(
             machine=MACHINES.get(machine, hex(machine)),

@@ -130,3 +130,21 @@ def test_reading_a_dll_runs_no_garbage_collection_and_unmaps_it(
         pe_file.exported_constant(dll, "cudaRuntimeGetVersion")
     assert collections == []
     assert len(mapped) == 6 and all(isinstance(m, mmap.mmap) and m.closed for m in mapped)
+
+
+def test_imports_are_read_as_dll_names_without_their_functions(
+        standin_toolkit: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bundler asks which DLLs a binary imports, never which functions: pefile's parse of
+    every import thunk was most of an app scan's PE reading (681 PE files: 3.4 s against
+    0.7 s for the names alone, the same names)."""
+    thunks: list[int] = []
+    real = pefile.PE.parse_imports
+
+    def counting(self: pefile.PE, *args: object, **kwargs: object) -> object:
+        thunks.append(1)
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pefile.PE, "parse_imports", counting)
+    info = pe_file.read_pe(standin_toolkit / "bin" / "cublas64_10.dll")
+    assert "cudart64_101.dll" in [name.lower() for name in info.imports], info.imports
+    assert info.delay_imports == () and thunks == []
