@@ -48,6 +48,8 @@ ZIP_TESTS = ("tests/integration/test_zip_output.py",)
 ZIP_WRITER = "bundler/pack/zip/writer.py"
 ZIP_STREAMS = "bundler/pack/store/zip_streams.py"
 ZIP_REUSE_TESTS = ("tests/integration/test_zip_reuse.py",)
+ZIP_UNCHANGED = "bundler/pack/zip/unchanged.py"
+ZIP_UNCHANGED_TESTS = ("tests/integration/test_zip_unchanged.py",)
 INIT_TESTS = ("tests/integration/test_init.py",)
 FACTS = "bundler/frameworks/facts.py"
 NAMES = "bundler/frameworks/loaded_names.py"
@@ -312,6 +314,19 @@ MUTANTS = (
     Mutant("zip-streams-untrimmed", "--zip: kept streams ignore the store's size cap", ZIP,
            "        streams.trim(frozenset(writer.used))\n", "        pass\n",
            ZIP_REUSE_TESTS),
+    Mutant("zip-rewritten-unchanged", "--zip: a zip that holds the bundle's bytes is "
+           "written again", ZIP, "        if unchanged is not None:\n            return "
+           "unchanged\n", "        if False:\n            return unchanged\n",
+           ZIP_UNCHANGED_TESTS),
+    Mutant("zip-unchanged-streams-unhashed", "--zip: an unchanged zip's streams are taken "
+           "unread", ZIP_UNCHANGED, "future.result() == expected for future, expected in",
+           "True for future, expected in", ZIP_UNCHANGED_TESTS),
+    Mutant("zip-unchanged-end-unchecked", "--zip: bytes after a zip's end pass as unchanged",
+           ZIP_UNCHANGED, "same = comparer._out.tell() == size and all(", "same = all(",
+           ZIP_UNCHANGED_TESTS),
+    Mutant("zip-unchanged-publish-unchecked", "--zip: a zip changed after its check is left",
+           ZIP, "            if _stamp(self.final) != self.checked:\n",
+           "            if False:\n", ZIP_UNCHANGED_TESTS),
     Mutant("zip-bar-under-json", "pack --json draws progress bars",
            "bundler/commands/cmd_pack.py",
            "with silenced(args.json):", "with silenced(False):", ZIP_REUSE_TESTS),

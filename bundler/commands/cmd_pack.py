@@ -127,8 +127,12 @@ def _print_pack(result: PackResult) -> None:
         print(f"  zip: {result.zip_path}")
     if result.zip_counts:   # streams kept by earlier zips are copied, not compressed again
         counts = result.zip_counts
-        print(f"  zip members: {counts.members}; {counts.reused} reused from earlier zips, "
-              f"{counts.compressed} compressed now")
+        if counts.unchanged:
+            print(f"  zip members: {counts.members}; the zip already held them, every byte "
+                  "checked: left as it was")
+        else:
+            print(f"  zip members: {counts.members}; {counts.reused} reused from earlier "
+                  f"zips, {counts.compressed} compressed now")
     for item in result.skipped[:_SKIPPED_SHOWN]:   # what of the app the bundle lacks
         print(f"  not copied from the app folder: {item.path} ({item.why})")
     if len(result.skipped) > _SKIPPED_SHOWN:

@@ -31,9 +31,10 @@ from bundler.errors import RefusedError
 from bundler.formats.manifest import MANIFEST_NAME
 from bundler.formats.swap_journal import zip_note_path
 from bundler.pack.store.seal import store_key
-from bundler.pack.store.store import Store, StoreError
+from bundler.pack.store.store import FileStamp, Store, StoreError, file_stamp
 from bundler.pack.store.upkeep import size_cap
 from bundler.pack.store.zip_streams import StreamCache
+from bundler.pack.zip.unchanged import same_zip
 from bundler.pack.zip.writer import Member, ZipCounts, ZipWriter, default_workers, settings
 from bundler.support.bundle_files import describe_link, is_link
 from bundler.support.paths import is_unicode, shown_name
@@ -50,12 +51,19 @@ _PARTIAL = re.compile(r"\.(?P<zip>.+\.zip)\.[a-z0-9_]{8}\.partial", re.IGNORECAS
 class PendingZip:
     """A complete zip in a temporary file, waiting for the bundle's swap."""
 
-    temporary: Path
+    temporary: Path | None   # None: the zip at `final` already holds these bytes
     final: Path
     note: Path   # beside the bundle: names the zip while it is not published
     counts: ZipCounts | None = None   # members, reused streams, compressed now
+    checked: FileStamp | None = None   # the unchanged zip's, when it was compared
 
     def publish(self) -> None:
+        if self.temporary is None:   # left as it was: unless it changed since the check
+            if _stamp(self.final) != self.checked:
+                raise RefusedError(f"{self.final}: changed while this pack compared it with "
+                                   "the bundle; the new bundle and lock are in place, the "
+                                   "zip is not", "pack again")
+            return
         try:
             os.replace(self.temporary, self.final)
             self.note.unlink(missing_ok=True)
@@ -67,7 +75,8 @@ class PendingZip:
                                "and pack again") from None
 
     def discard(self) -> None:
-        self.temporary.unlink(missing_ok=True)
+        if self.temporary is not None:
+            self.temporary.unlink(missing_ok=True)
         self.note.unlink(missing_ok=True)
 
 
@@ -148,18 +157,24 @@ def write_zip(bundle: Path, top: str, path: Path, windows: bool, target: Path,
     folder, beside which a note names the zip while it is written (so any later pack of
     `target` removes what a killed one left). `streams`: the kept streams to reuse;
     `known`: the sha256 of files the pack hashed as it staged them, by path (not read
-    again to find their stream)."""
+    again to find their stream). A zip already at `path` that holds exactly these bytes
+    is left as it is (zip/unchanged.py): nothing is written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(path)
     note = zip_note_path(target)
+    members, total = _members_of(bundle, top, windows, known or {})
+    if streams is not None and path.is_file():
+        unchanged = _unchanged(path, note, members, total, streams)
+        if unchanged is not None:
+            return unchanged
     note.write_text(str(path), encoding="utf-8")   # before the temporary file exists
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial",
                                     dir=path.parent)
     pending = PendingZip(Path(name), path, note)
     try:
         with os.fdopen(handle, "wb") as raw:
-            counts = _add_all(raw, bundle, top, windows, streams, known or {})
-        os.chmod(pending.temporary, 0o644)   # mkstemp's 0600 is for secrets, not a zip
+            counts = _add_all(raw, members, total, top, streams)
+        os.chmod(name, 0o644)   # mkstemp's 0600 is for secrets, not a zip
     except BaseException as exc:
         pending.discard()
         if isinstance(exc, OSError):
@@ -213,8 +228,31 @@ def remove_stale_partials(path: Path) -> list[Path]:
     return removed
 
 
-def _add_all(raw: BinaryIO, bundle: Path, top: str, windows: bool,
-             streams: StreamCache | None, known: Mapping[str, str]) -> ZipCounts:
+def _unchanged(path: Path, note: Path, members: list[Member], total: int,
+               streams: StreamCache) -> PendingZip | None:
+    """The zip at `path` to be left as it is, if it already holds the bytes of
+    `members` (zip/unchanged.py); else None."""
+    before = _stamp(path)
+    with byte_progress(total, f"checking {path.name}") as progress:
+        same = same_zip(str(path), members, DEFLATE_LEVEL, streams, default_workers(),
+                        progress.update)
+    if same is None or _stamp(path) != before:
+        return None
+    counts, used = same
+    streams.trim(frozenset(used))
+    return PendingZip(None, path, note, counts, before)
+
+
+def _stamp(path: Path) -> FileStamp | None:
+    try:
+        return file_stamp(os.stat(path))
+    except OSError:
+        return None
+
+
+def _members_of(bundle: Path, top: str, windows: bool, known: Mapping[str, str]
+                ) -> tuple[list[Member], int]:
+    """The zip's members in order, and their files' bytes in all."""
     entries = _entries(bundle, top)
     members = [Member(f"{top}/", _attributes(is_dir=True, executable=True))]
     for path, relpath, size in entries:
@@ -225,7 +263,11 @@ def _add_all(raw: BinaryIO, bundle: Path, top: str, windows: bool,
             members.append(Member(f"{top}/{relpath}", _attributes(
                 is_dir=False, executable=_executable(path, windows)), str(path), size,
                 known.get(str(path), "")))
-    total = sum(size for _, _, size in entries)
+    return members, sum(size for _, _, size in entries)
+
+
+def _add_all(raw: BinaryIO, members: list[Member], total: int, top: str,
+             streams: StreamCache | None) -> ZipCounts:
     with byte_progress(total, f"zipping {top}") as progress:
         writer = ZipWriter(raw, DEFLATE_LEVEL, streams, default_workers(), progress.update)
         counts = writer.write(members)
