@@ -13,6 +13,9 @@ it). pip's index is an address nothing answers at; the first pack finds numpy th
 - the first pack (pip resolves, downloads, installs; the lock records the wheels);
 - a warm re-pack with nothing changed, as online (PIP_FIND_LINKS still set);
 - the same with the index unreachable and PIP_FIND_LINKS gone (the network cut off);
+- with `--zip`: `cp` of the zip a first `--zip` pack wrote (the baseline of issue 30's
+  goal: a re-pack <= 2x that), a re-pack with nothing changed, and the same inside
+  `unshare -n` (no network at all; where unshare is allowed);
 - `--locked` after a nested `base.txt` was edited: how long until the refusal.
 
 `--before REV` runs the same steps with bundler as of REV (`git archive` into a temp
@@ -78,10 +81,12 @@ def workspace(root: Path) -> tuple[Path, dict[str, str]]:
     return spec, environ
 
 
-def pack(tree: Path, spec: Path, environ: dict[str, str], *args: str) -> tuple[float, int, str]:
-    """Seconds, exit code and last error line of `bundler pack` run from `tree`."""
+def pack(tree: Path, spec: Path, environ: dict[str, str], *args: str,
+         within: tuple[str, ...] = ()) -> tuple[float, int, str]:
+    """Seconds, exit code and last error line of `bundler pack` run from `tree`
+    (`within`: a command it runs under, e.g. `unshare -n`)."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "bundler", "pack", str(spec), *args],
+    done = subprocess.run([*within, sys.executable, "-m", "bundler", "pack", str(spec), *args],
                           env={**environ, "PYTHONPATH": str(tree)}, cwd=spec.parent,
                           capture_output=True, text=True, check=False)
     last = (done.stderr.strip().splitlines() or [""])[-1 if done.returncode else 0]
@@ -90,6 +95,8 @@ def pack(tree: Path, spec: Path, environ: dict[str, str], *args: str) -> tuple[f
 
 def time_cp(bundle: Path, dest: Path) -> float:
     shutil.rmtree(dest, ignore_errors=True)
+    if dest.is_file():
+        dest.unlink()
     subprocess.run(["sync"], check=True)
     start = time.perf_counter()
     subprocess.run(["cp", "-a", str(bundle), str(dest)], check=True)
@@ -105,25 +112,53 @@ def measure(tree: Path, label: str, runs: int) -> None:
         bundle = spec.parent / "dist" / "demo"
         cp = statistics.median(time_cp(bundle, Path(scratch) / "copy") for _ in range(runs))
         print(f"{label}: cp -a of the bundle {cp:.2f} s (baseline); first pack {first:.1f} s")
-        rows = [("warm re-pack, nothing changed", environ),
-                ("warm re-pack, index unreachable", {
-                    k: v for k, v in environ.items() if k != "PIP_FIND_LINKS"})]
-        for what, env in rows:
-            times, failed = [], ""
-            for _ in range(runs):
-                subprocess.run(["sync"], check=True)
-                seconds, code, last = pack(tree, spec, env)
-                times.append(seconds)
-                failed = failed or (last if code else "")
-            median = statistics.median(times)
-            print(f"{label}: {what}: {median:.2f} s = {median / cp:.1f}x cp"
-                  + (f"  FAILED: {last[:160]}" if failed else ""))
+        offline = {k: v for k, v in environ.items() if k != "PIP_FIND_LINKS"}
+        rows: list[tuple[str, dict[str, str], tuple[str, ...], tuple[str, ...]]] = [
+            ("warm re-pack, nothing changed", environ, (), ()),
+            ("warm re-pack, index unreachable", offline, (), ())]
+        for what, env, args, within in rows:
+            median = _repacks(tree, spec, env, args, within, runs, label, what)
+            print(f"{label}: {what}: {median:.2f} s = {median / cp:.1f}x cp")
+        zipped = spec.parent / "dist" / "demo.zip"
+        seconds, code, last = pack(tree, spec, environ, "--zip", str(zipped))
+        if code:
+            print(f"{label}: the first pack with --zip FAILED: {last[:160]}")
+        else:
+            cp_zip = statistics.median(time_cp(zipped, Path(scratch) / "copy.zip")
+                                       for _ in range(runs))
+            print(f"{label}: cp of the zip ({zipped.stat().st_size / 1e6:.0f} MB) "
+                  f"{cp_zip:.2f} s (baseline); first pack with --zip {seconds:.1f} s")
+            cut = ("unshare", "-n") if shutil.which("unshare") and subprocess.run(
+                ["unshare", "-n", "true"], capture_output=True).returncode == 0 else ()
+            zip_rows = [("re-pack --zip, nothing changed", environ, ())]
+            zip_rows += [("re-pack --zip, network cut off (unshare -n)", offline, cut)] \
+                if cut else []
+            for what, env, within in zip_rows:
+                median = _repacks(tree, spec, env, ("--zip", str(zipped)), within, runs,
+                                  label, what)
+                print(f"{label}: {what}: {median:.2f} s = {median / cp_zip:.1f}x cp of the "
+                      "zip (goal <= 2x)")
+            if not cut:
+                print(f"{label}: unshare -n not allowed here: the network-cut row is left out")
         (spec.parent / "base.txt").write_text(
             (spec.parent / "base.txt").read_text() + "# edited\n")
         seconds, code, last = pack(tree, spec, environ, "--locked")
         print(f"{label}: --locked after base.txt was edited: "
               + (f"refused after {seconds:.2f} s ({last[:120]})" if code == 2
                  else f"NOT refused (exit {code}) after {seconds:.2f} s"))
+
+
+def _repacks(tree: Path, spec: Path, environ: dict[str, str], args: tuple[str, ...],
+             within: tuple[str, ...], runs: int, label: str, what: str) -> float:
+    """The median seconds of `runs` packs, each after `sync`; a failure is said."""
+    times = []
+    for _ in range(runs):
+        subprocess.run(["sync"], check=True)
+        seconds, code, last = pack(tree, spec, environ, *args, within=within)
+        times.append(seconds)
+        if code:
+            print(f"{label}: {what}: FAILED: {last[:160]}")
+    return statistics.median(times)
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Benchmark: `bundler pack --zip`, cold and re-packed with nothing changed.
 
 Run on demand (not a test):
-    python bench/zip_repack.py [--wheels DIR] [--runs N]
+    python bench/zip_repack.py [--wheels DIR] [--runs N] [--embedded]
 
 The full cuDNN 8.9.4.25 / CUDA 11 wheel set (1.78 GB of DLLs; from DIR, else the wheel
 cache, fetched with pip on first use). Each run starts from an empty store and measures,
@@ -16,6 +16,11 @@ in the same run, each timed step after `sync`:
 
 Goals (issue 30): the re-pack <= 2x `cp` of the zip; the cold zip's part <= 0.5x
 `zip -r -6` on two cores. The warm/cold ratio is printed too.
+
+`--embedded`: the issue's own case instead, an embedded-python app (python.org's
+embeddable CPython 3.11 and numpy 1.26.4 from its pinned wheel, pip's index unreachable)
+with the same runtime; it times the first pack with --zip, `cp` of that zip, a re-pack
+with --zip and nothing changed, and the same inside `unshare -n` (no network at all).
 """
 
 from __future__ import annotations
@@ -50,12 +55,14 @@ def timed(command: list[str], env: dict[str, str] | None = None) -> float:
     return elapsed
 
 
-def pack(spec: Path, out: Path, store: Path, *more: str) -> tuple[float, dict]:
-    """Seconds of `bundler pack` in a child process, and its summary (--json)."""
-    env = {**os.environ, "BUNDLER_NO_PROGRESS": "1", "PYTHONPATH": str(REPO),
-           "BUNDLER_STORE": str(store)}
-    command = [sys.executable, "-c", _CHILD, "pack", str(spec), "--out", str(out), "--json",
-               *more]
+def pack(spec: Path, out: Path, store: Path, *more: str, within: tuple[str, ...] = (),
+         environ: dict[str, str] | None = None) -> tuple[float, dict]:
+    """Seconds of `bundler pack` in a child process (under `within`, e.g. unshare -n),
+    and its summary (--json)."""
+    env = {**(os.environ if environ is None else environ), "BUNDLER_NO_PROGRESS": "1",
+           "PYTHONPATH": str(REPO), "BUNDLER_STORE": str(store)}
+    command = [*within, sys.executable, "-c", _CHILD, "pack", str(spec), "--out", str(out),
+               "--json", *more]
     subprocess.run(["sync"], check=True)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -91,10 +98,55 @@ def one_run(spec: Path, work: Path) -> dict[str, float]:
             "zip MB": zipped.stat().st_size / 1e6, "infozip MB": infozip.stat().st_size / 1e6}
 
 
+def embedded_run(spec: Path, work: Path) -> dict[str, float]:
+    """The embedded-python app: first pack with --zip, cp of the zip, re-packs."""
+    out, store, zipped = work / "dist" / "bench", work / "store", work / "app.zip"
+    zipped.unlink(missing_ok=True)
+    first, summary = cold(spec, out, store, "--zip", str(zipped))
+    copy = timed(["cp", str(zipped), str(work / "copy.zip")])
+    repack, summary = pack(spec, out, store, "--zip", str(zipped))
+    assert summary["zip_members"]["compressed"] == 0, summary["zip_members"]
+    row = {"first pack --zip": first, "cp of the zip": copy, "re-pack --zip": repack,
+           "zip MB": zipped.stat().st_size / 1e6}
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        offline = {k: v for k, v in os.environ.items() if k != "PIP_FIND_LINKS"}
+        row["re-pack --zip, unshare -n"], summary = pack(
+            spec, out, store, "--zip", str(zipped), within=("unshare", "-n"),
+            environ=offline)
+    return row
+
+
+def embedded_spec(work: Path, wheels: dict[str, Path]) -> Path:
+    """An embedded-python app of numpy beside the runtime's wheels; pip's index is an
+    address nothing answers at, numpy found through PIP_FIND_LINKS by the first pack."""
+    from tests.harness.winenv.pins import embedded_pin
+    from tests.harness.winenv.wheels import embed_sdist, numpy_wheel
+
+    sdist = embed_sdist()
+    kept = work / "cache" / sdist.parent.name
+    kept.mkdir(parents=True)
+    shutil.copyfile(sdist, kept / sdist.name)
+    os.environ.update({"BUNDLER_CACHE": str(work / "cache"), "PIP_RETRIES": "0",
+                       "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_TIMEOUT": "2",
+                       "PIP_CONFIG_FILE": os.devnull,
+                       "PIP_FIND_LINKS": str(numpy_wheel().parent)})
+    (work / "app").mkdir()
+    (work / "app" / "main.py").write_text("import numpy\nprint(numpy.__version__)\n")
+    (work / "requirements.txt").write_text(f"numpy=={embedded_pin('numpy').version}\n")
+    sources = "".join(f'{sid} = "{path}"\n' for sid, path in wheels.items())
+    spec = work / "app.spec"
+    spec.write_text('[app]\nname = "bench"\nbuilder = "embedded-python"\npath = "app"\n'
+                    'entry = "main.py"\npython = "3.11"\nrequirements = "requirements.txt"\n'
+                    f'[runtime]\nrecipe = "{RECIPE}"\n[sources]\n{sources}')
+    return spec
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheels", type=Path)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--embedded", action="store_true",
+                        help="an embedded-python app (issue 30's case), not a folder app")
     args = parser.parse_args()
     recipe = find_recipe(RECIPE, REPO, {})
     wheels = wheels_for(recipe, args.wheels)
@@ -102,6 +154,21 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench-zip-") as folder:
         work = Path(folder)
+        if args.embedded:
+            spec = embedded_spec(work, wheels)
+            for number in range(args.runs):
+                runs.append(embedded_run(spec, work))
+                print(f"run {number + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in
+                                                        runs[-1].items()), flush=True)
+            median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+            print(f"\nmedian of {len(runs)} (seconds; sizes in MB):")
+            for key, value in median.items():
+                print(f"  {key:26} {value:8.2f}")
+            for key in ("re-pack --zip", "re-pack --zip, unshare -n"):
+                if key in median:
+                    print(f"{key} / cp of the zip: "
+                          f"{median[key] / median['cp of the zip']:.2f}x (goal <= 2x)")
+            return
         spec = write_spec(work, wheels, [])
         for number in range(args.runs):
             runs.append(one_run(spec, work))
