@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,6 +153,21 @@ def embedded_spec(work: Path, wheels: dict[str, Path]) -> Path:
     return spec
 
 
+def _runs(run: Callable[[], dict[str, float]], count: int
+          ) -> tuple[dict[str, float], list[dict[str, float]]]:
+    """`count` runs, each printed as it ends, and their medians printed and returned."""
+    runs = []
+    for number in range(count):
+        runs.append(run())
+        print(f"run {number + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in runs[-1].items()),
+              flush=True)
+    median = {key: statistics.median(one[key] for one in runs) for key in runs[0]}
+    print(f"\nmedian of {len(runs)} (seconds; sizes in MB):")
+    for key, value in median.items():
+        print(f"  {key:26} {value:8.2f}")
+    return median, runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheels", type=Path)
@@ -162,33 +178,18 @@ def main() -> None:
     recipe = find_recipe(RECIPE, REPO, {})
     wheels = wheels_for(recipe, args.wheels)
     warm(list(wheels.values()))
-    runs = []
     with tempfile.TemporaryDirectory(prefix="bench-zip-") as folder:
         work = Path(folder)
         if args.embedded:
             spec = embedded_spec(work, wheels)
-            for number in range(args.runs):
-                runs.append(embedded_run(spec, work))
-                print(f"run {number + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in
-                                                        runs[-1].items()), flush=True)
-            median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-            print(f"\nmedian of {len(runs)} (seconds; sizes in MB):")
-            for key, value in median.items():
-                print(f"  {key:26} {value:8.2f}")
+            median = _runs(lambda: embedded_run(spec, work), args.runs)[0]
             for key in ("re-pack --zip", "re-pack --zip, unshare -n"):
                 if key in median:
                     print(f"{key} / cp of the zip: "
                           f"{median[key] / median['cp of the zip']:.2f}x (goal <= 2x)")
             return
         spec = write_spec(work, wheels, [])
-        for number in range(args.runs):
-            runs.append(one_run(spec, work))
-            print(f"run {number + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in
-                                                    runs[-1].items()), flush=True)
-    median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-    print(f"\nmedian of {len(runs)} (seconds; sizes in MB):")
-    for key, value in median.items():
-        print(f"  {key:18} {value:8.2f}")
+        median, runs = _runs(lambda: one_run(spec, work), args.runs)
     print(f"re-pack --zip / cp of the zip: {median['re-pack --zip'] / median['cp of the zip']:.2f}x"
           " (goal <= 2x)")
     print(f"zip part of a cold pack / zip -r -6: {median['zip part'] / median['zip -r -6']:.2f}x"
