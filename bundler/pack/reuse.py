@@ -92,8 +92,8 @@ def reuse_runtime(files: list[RuntimeFile], sources: Mapping[str, Source], store
     plans = {sid: _store_plan(source, taken_of[sid], store)
              for sid, source in sorted(sources.items())}
     # Every source's stored files hashed in one pool, largest first: source by source,
-    # cuDNN's largest DLL kept one core idle while it was hashed (1.1 s -> 0.7 s for the
-    # 8.9 set).
+    # cuDNN's largest DLL kept one core idle while it was hashed (0.91 s -> 0.61-0.65 s
+    # for the 8.9 set).
     hashed = _digests({(sid, m): path for sid, plan in plans.items() if plan
                        for m, path in plan.paths.items()},
                       {(sid, m) for sid, plan in plans.items() if plan

@@ -22,7 +22,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 from bundler.pack.store.zip_streams import StreamCache, StreamRecord
-from bundler.pack.zip.writer import PIECE, Member, ZipCounts, ZipWriter, _Op, _Start
+from bundler.pack.zip.writer import Member, ZipCounts, ZipWriter, _Op, _Start
+from bundler.support.hashing import CHUNK
 
 
 class _Differs(Exception):
@@ -56,19 +57,14 @@ class _Comparing:
 
 
 def _stream_sha256(path: str, start: int, length: int) -> str:
-    """sha256 of `length` bytes of `path` from `start` (into one reused buffer: a fresh
-    1 MiB object per read costs more in page faults than the hash)."""
+    """sha256 of `length` bytes of `path` from `start` (fewer where the file ends
+    early: the hash cannot match then)."""
     digest = hashlib.sha256()
-    buffer = bytearray(PIECE)
-    view = memoryview(buffer)
-    with open(path, "rb", buffering=0) as handle:
+    with open(path, "rb") as handle:
         handle.seek(start)
-        while length > 0:
-            got = handle.readinto(view[:min(length, PIECE)])
-            if not got:
-                break   # the file ends early: the hash cannot match
-            digest.update(view[:got])
-            length -= got
+        while length > 0 and (chunk := handle.read(min(length, CHUNK))):
+            digest.update(chunk)
+            length -= len(chunk)
     return digest.hexdigest()
 
 
@@ -76,10 +72,10 @@ class _Comparer(ZipWriter):
     """ZipWriter's walk over the members, with kept streams checked where they lie in
     the old zip instead of copied, and any member to compress a difference."""
 
-    def __init__(self, old: BinaryIO, path: str, level: int, streams: StreamCache,
+    def __init__(self, out: _Comparing, path: str, level: int, streams: StreamCache,
                  workers: int, progress: Callable[[int], object],
                  hashes: ThreadPoolExecutor) -> None:
-        super().__init__(_Comparing(old), level, streams, workers, progress)  # type: ignore[arg-type]
+        super().__init__(out, level, streams, workers, progress)  # type: ignore[arg-type]
         self._path = path
         self._hashes = hashes
         self.checks: list[tuple[Future[str], str]] = []
@@ -109,14 +105,15 @@ def same_zip(path: str, members: list[Member], level: int, streams: StreamCache,
     try:
         size = os.stat(path).st_size
         with open(path, "rb") as old, ThreadPoolExecutor(workers) as hashes:
-            comparer = _Comparer(old, path, level, streams, workers, progress, hashes)
+            out = _Comparing(old)
+            comparer = _Comparer(out, path, level, streams, workers, progress, hashes)
             try:
                 counts = comparer.write(members)
             except _Differs:
                 for future, _ in comparer.checks:
                     future.cancel()
                 return None
-            same = comparer._out.tell() == size and all(
+            same = out.tell() == size and all(
                 future.result() == expected for future, expected in comparer.checks)
     except OSError:
         return None

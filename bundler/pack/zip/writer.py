@@ -26,7 +26,6 @@ import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
 from bundler.formats.swap_journal import checkpoint
@@ -239,14 +238,10 @@ class ZipWriter:
         record: StreamRecord = kept.record  # type: ignore[attr-defined]
         offset = self._entry(op.member, record.crc, record.compressed, record.size)
         digest = hashlib.sha256()
-        # One buffer for every read: a fresh 1 MiB object per read (page faults) made
-        # the copy of a 1.16 GB zip's streams 2.4 s instead of 1.0 s.
-        buffer = memoryview(bytearray(PIECE))
-        path: Path = kept.path  # type: ignore[attr-defined]
-        with open(path, "rb", buffering=0) as stream:
-            while got := stream.readinto(buffer):
-                digest.update(buffer[:got])
-                self._out.write(buffer[:got])
+        with open(kept.path, "rb") as stream:  # type: ignore[attr-defined]
+            while chunk := stream.read(PIECE):
+                digest.update(chunk)
+                self._out.write(chunk)
         if digest.hexdigest() != record.stream_sha256 or \
                 self._out.tell() - offset - self._header_size(op.member) != record.compressed:
             self._streams.drop(kept.key)  # type: ignore[attr-defined]
