@@ -50,6 +50,8 @@ ZIP_STREAMS = "bundler/pack/store/zip_streams.py"
 ZIP_REUSE_TESTS = ("tests/integration/test_zip_reuse.py",)
 ZIP_UNCHANGED = "bundler/pack/zip/unchanged.py"
 ZIP_UNCHANGED_TESTS = ("tests/integration/test_zip_unchanged.py",)
+UP_TO_DATE = "bundler/pack/up_to_date.py"
+UP_TO_DATE_TESTS = ("tests/integration/test_up_to_date.py",)
 INIT_TESTS = ("tests/integration/test_init.py",)
 FACTS = "bundler/frameworks/facts.py"
 NAMES = "bundler/frameworks/loaded_names.py"
@@ -327,6 +329,33 @@ MUTANTS = (
     Mutant("zip-unchanged-publish-unchecked", "--zip: a zip changed after its check is left",
            ZIP, "            if _stamp(self.final) != self.checked:\n",
            "            if False:\n", ZIP_UNCHANGED_TESTS),
+    Mutant("fresh-listing-unchecked", "up to date: an entry added to a recorded folder "
+           "goes unseen", UP_TO_DATE, 'if now != {"files": files, "folders": folders}:',
+           'if now["files"] != files:', UP_TO_DATE_TESTS),
+    Mutant("fresh-change-time-ignored", "up to date: a file written with its size and "
+           "modification time put back passes", UP_TO_DATE,
+           "            found[name] = [facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns,",
+           "            found[name] = [facts.st_size, facts.st_mtime_ns, 0,",
+           UP_TO_DATE_TESTS),
+    Mutant("fresh-record-unsealed", "up to date: a record is believed without its seal",
+           UP_TO_DATE, "body = unseal(key, _KIND, pack, read_json(",
+           'body = (lambda *given: given[3]["body"])(key, _KIND, pack, read_json(',
+           UP_TO_DATE_TESTS),
+    Mutant("fresh-own-code-unwatched", "up to date: a changed bundler is not a change",
+           "bundler/pack/pipeline.py", "folders = [target, own_code()]",
+           "folders = [target]", UP_TO_DATE_TESTS),
+    Mutant("fresh-options-unkeyed", "up to date: another --zip, --copy or --out is not a "
+           "change", UP_TO_DATE, "{k: str(v) for k, v in options.items()}", "{}",
+           UP_TO_DATE_TESTS),
+    Mutant("fresh-variables-unkeyed", "up to date: a changed PIP_/BUNDLER_ variable is not a "
+           "change", UP_TO_DATE, "if name.startswith(_VARIABLE_PREFIXES) or name in _VARIABLES}",
+           "if False}", UP_TO_DATE_TESTS),
+    Mutant("fresh-zip-unstamped", "up to date: a removed zip is not a change",
+           "bundler/pack/pipeline.py", "files += [zip_path, zip_path.parent]", "files += []",
+           UP_TO_DATE_TESTS),
+    Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
+           "bundler/commands/cmd_pack.py", "and not args.recheck and", "and",
+           UP_TO_DATE_TESTS),
     Mutant("zip-bar-under-json", "pack --json draws progress bars",
            "bundler/commands/cmd_pack.py",
            "with silenced(args.json):", "with silenced(False):", ZIP_REUSE_TESTS),

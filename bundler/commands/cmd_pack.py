@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import asdict
 from pathlib import Path
 
 from bundler.commands.options import add_json, add_source, say
 from bundler.commands.output import human_size as _size
-from bundler.errors import EXIT_OK
+from bundler.errors import EXIT_OK, BundlerError
 from bundler.formats.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
+from bundler.pack import up_to_date
 from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
+from bundler.pack.spec_model import Spec
+from bundler.pack.store.seal import store_key
+from bundler.pack.store.store import open_store
 from bundler.support.progress import silenced
 
 
@@ -45,12 +50,21 @@ def add_parser(commands: argparse._SubParsersAction,
     p.add_argument("--zip", metavar="PATH", help="also write the finished bundle as a "
                    "deterministic zip (its top folder is the bundle's; the same inputs give "
                    "the same bytes)")
+    p.add_argument("--recheck", action="store_true",
+                   help="pack in full even when nothing changed since the last pack (which "
+                   "otherwise answers 'up to date' from the files' sizes and times, "
+                   "reading nothing)")
     add_json(p, "print a JSON summary")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(Path(args.spec))
+    freshness = _freshness(spec, args)
+    if freshness is not None and not args.recheck and \
+            (fresh := up_to_date.check(*freshness)) is not None:
+        _print_fresh(fresh, args.json)
+        return EXIT_OK
     with silenced(args.json):   # no progress bars under --json
         result = pack(spec, out=Path(args.out) if args.out else None,
                       overrides=dict(args.source or []), update_lock=args.update_lock,
@@ -58,11 +72,62 @@ def run(args: argparse.Namespace) -> int:
                       zip_to=Path(args.zip) if args.zip else None)
     for warning in result.warnings:   # on stderr, so --json output stays one document
         say(f"bundler: warning: {warning}")
+    summary = _pack_summary(result)
     if args.json:
-        print(json.dumps(_pack_summary(result), indent=2))
+        print(json.dumps({**summary, "up_to_date": False}, indent=2))
     else:
         _print_pack(result)
+    if freshness is not None and result.made_from is not None:
+        up_to_date.remember(*freshness, result.made_from.files, result.made_from.folders,
+                            summary)
     return EXIT_OK
+
+
+def _freshness(spec: Spec, args: argparse.Namespace) -> tuple[Path, bytes, str] | None:
+    """(store root, its key, this pack's key) for the up-to-date record; None without
+    a usable store (the pack itself then says why)."""
+    try:
+        store = open_store(os.environ)
+        if store is None:
+            return None
+        key = store_key(os.environ)
+    except BundlerError:
+        return None
+    out = Path(args.out) if args.out else spec.default_out()
+    options = {"out": out.resolve(), "copy": args.copy,
+               "zip": Path(args.zip).resolve() if args.zip else "",
+               "sources": sorted((sid, str(Path(path).resolve()))
+                                 for sid, path in args.source or [])}
+    return store.root, key, up_to_date.pack_key(spec.path, options, os.environ)
+
+
+def _print_fresh(fresh: up_to_date.Fresh, as_json: bool) -> None:
+    """The last pack's summary, said as what it is: that pack's, found still true by
+    the files' stamps, not by reading them."""
+    summary = fresh.summary
+    if as_json:   # what describes the bundle is that pack's; what says work is this run's
+        members = summary.get("zip_members")
+        print(json.dumps({
+            **summary, "up_to_date": True, "packed_at": fresh.packed_at,
+            "runtime_origin": {"files": {"previous": len(summary["files"])},
+                               "linked": 0, "copied": 0},
+            "zip_members": {**members, "reused": 0, "compressed": 0, "hashed": 0,
+                            "unchanged": True}
+            if members else None, "lock_changes": [], "warnings": []}, indent=2))
+        return
+    print(f"up to date: {summary['out']}: nothing changed since the pack of "
+          f"{fresh.packed_at} (the spec, its lock, every input, the app, the bundle"
+          f"{' and its zip' if summary.get('zip') else ''} have the sizes, times and file "
+          "ids that pack recorded; their bytes were not read again: `bundler verify` "
+          "reads them, `bundler pack --recheck` packs in full)")
+    print(f"  runtime: {summary['recipe']}, {len(summary['files'])} runtime files, "
+          f"{_size(summary['total_size'])}")
+    print(f"  lock: {summary['lock']}")
+    if summary.get("zip"):
+        print(f"  zip: {summary['zip']}")
+    out = Path(summary["out"])
+    for exe in sorted([*out.glob("*.exe"), *out.glob("*.cmd")]):
+        print(f"  run: {exe}")
 
 
 def _pack_summary(result: PackResult) -> dict:

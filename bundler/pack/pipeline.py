@@ -31,6 +31,7 @@ from bundler.pack.output import (
     staged_output,
 )
 from bundler.pack.own_data import own_data
+from bundler.pack.requirement_files import NOT_HASHED, nested_files
 from bundler.pack.resolve import LibraryReader, ResolvedRuntime, resolve
 from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
 from bundler.pack.signatures import SignatureChecker, check_signatures
@@ -39,6 +40,7 @@ from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
 from bundler.pack.store.store import Store, StoreError, open_store
 from bundler.pack.store.upkeep import size_cap, trim
+from bundler.pack.up_to_date import own_code
 from bundler.pack.wheel_lock import refuse_locked_spec_change, reusable_wheels, wheel_record
 from bundler.pack.zip.output import (
     PendingZip,
@@ -63,6 +65,16 @@ class RuntimeOrigin:
 
 
 @dataclass(frozen=True)
+class MadeFrom:
+    """What a bundle was made from and consists of, for the record that lets the next
+    pack find it up to date (pack/up_to_date.py): files stamped one by one, folders
+    with every entry below them."""
+
+    files: tuple[Path, ...]
+    folders: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
 class PackResult:
     out: Path
     manifest: Manifest
@@ -84,6 +96,8 @@ class PackResult:
     unprovided: tuple[Unprovided, ...] = ()
     environment: str = ""   # the app's Python environment, examined for second copies
     left_out_wheels: tuple[LeftOutWheel, ...] = ()   # nvidia-* wheels the bundle replaces
+    # None where the builder reads what bundler cannot list (PyInstaller)
+    made_from: MadeFrom | None = None
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
@@ -182,7 +196,33 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                       warnings=tuple(warnings), lock_changes=settled.changes,
                       zip_path=zip_path, zip_counts=zipped.counts if zipped else None,
                       unprovided=selection.unprovided,
-                      environment=selection.environment, left_out_wheels=built.left_out)
+                      environment=selection.environment, left_out_wheels=built.left_out,
+                      made_from=_made_from(spec, recipe, sources, target, zip_path)
+                      if builder.inputs_known else None)
+
+
+def _made_from(spec: Spec, recipe: Recipe, sources: Mapping[str, Source], target: Path,
+               zip_path: Path | None) -> MadeFrom:
+    """Every file and folder this pack's bundle depends on or consists of. The folders
+    holding the bundle and the zip are stamped themselves (not walked): an entry added
+    beside them (a staging folder, a killed zip's .partial) changes their times, and
+    the next pack, which removes such debris, then runs in full."""
+    files = [spec.path, spec.lock_path, recipe.path, target.parent]
+    if spec.requirements is not None:
+        files.append(spec.requirements)
+        files += [spec.requirements.parent / name   # a URL's file is pip's to fetch
+                  for name, digest in nested_files(spec.requirements).items()
+                  if digest != NOT_HASHED]
+    if zip_path is not None:
+        files += [zip_path, zip_path.parent]
+    folders = [target, own_code()]
+    if spec.app_path is not None:
+        folders.append(spec.app_path)
+    if spec.scan.environment:
+        folders.append((spec.folder / spec.scan.environment).resolve())
+    for source in sources.values():
+        (folders if source.location.is_dir() else files).append(source.location)
+    return MadeFrom(tuple(files), tuple(folders))
 
 
 def _lock_policy(update_lock: bool, locked: bool) -> LockPolicy:

@@ -70,3 +70,8 @@ class Builder:
     # needs opened, before the build, so a missing source stops the pack before any
     # copying. Any other app exists only once built.
     ships_app_as_is: bool = False
+    # Everything its app is made from is a file bundler can name (the app folder, the
+    # spec's requirement files): a re-pack with none of it changed is up to date
+    # (pack/up_to_date.py). False where the build reads what bundler cannot list
+    # (PyInstaller: the Python environment it runs in): such a pack always runs.
+    inputs_known: bool = True

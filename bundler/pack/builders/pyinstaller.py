@@ -327,4 +327,4 @@ def check_pyinstaller_keys(spec: Spec) -> None:
 
 
 BUILDER = Builder("pyinstaller", ("script", "pyinstaller_spec", "onefile"),
-                  check_pyinstaller_keys, build_pyinstaller_app)
+                  check_pyinstaller_keys, build_pyinstaller_app, inputs_known=False)

@@ -1,0 +1,207 @@
+"""Up to date: a re-pack with nothing changed since the last pack does no work (cargo's
+fingerprints, make's times).
+
+After a pack, `bundler pack` keeps a record in the runtime store (`fresh/<key>.json`,
+sealed with the store's key like its other records, store/seal.py): the stamp (size,
+modification and change times, file id) of every file the bundle was made from or
+consists of: the spec, its lock, the requirement files, a recipe file, each input, the
+app folder, the bundle folder and its zip, and bundler's own files, each folder with
+every entry in it. The key names the rest of what decides the bundle: the spec's path,
+the options that change the output, the environment variables bundler and pip read, the
+Python that runs bundler.
+
+The next pack with the same key compares first: every recorded path with the same
+stamp and no entry added to or removed from a recorded folder, and it says "up to date"
+at once, nothing read, hashed or written (the issue 30 goal: a re-pack with nothing
+changed within 2x a `cp` of its zip). Anything else packs in full, as `--recheck` does.
+What that claim rests on is said with it: stamps, not bytes (`bundler verify` reads
+the bytes).
+
+Why the change time: every write sets it and no user call sets it back (`touch -r`
+restores a modification time, not this), the reason the store's input stamps carry it
+too (sources/archive_source.py). A write in the same clock tick as the stamp taken of
+its file would leave both times as they were, so a record is kept only once every
+stamp is older than the file system's clock after the stamps were taken (the git
+index's "racy" rule); see `_settled`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bundler.errors import BundlerError
+from bundler.pack.store.seal import seal, unseal
+from bundler.support.json_files import json_bytes, read_json
+from bundler.version import __version__
+
+FOLDER = "fresh"
+_KIND = "fresh-pack"
+_MAX_RECORD_BYTES = 64 << 20   # a CUDA toolkit folder as an input: ~20k entries
+# What bundler and pip read from the environment (the store, the caches, pip's index,
+# the CUDA folders a source may come from, the search paths the app scan consults).
+_VARIABLE_PREFIXES = ("BUNDLER_", "PIP_", "CUDA", "CUDNN")
+_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
+_SETTLE_TRIES = 20   # x 10 ms: a coarse file-system clock moves on within milliseconds
+_OWN_CODE = Path(__file__).resolve().parents[1]   # the bundler package
+
+Stamp = list[int]   # size, modification time (ns), change time (ns), file id, device
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """A pack found up to date: what the last pack said (its JSON summary) and when."""
+
+    summary: dict[str, Any]
+    packed_at: str
+
+
+def pack_key(spec_path: Path, options: Mapping[str, object],
+             environ: Mapping[str, str]) -> str:
+    """What besides the recorded files decides a bundle. `options`: the pack options
+    that change what is written (--out, --zip, --copy, --source), as resolved paths."""
+    variables = {name: value for name, value in environ.items()
+                 if name.startswith(_VARIABLE_PREFIXES) or name in _VARIABLES}
+    named = [str(spec_path.resolve()), {k: str(v) for k, v in options.items()}, variables,
+             sys.version, sys.executable, __version__]
+    return hashlib.sha256(json.dumps(named, sort_keys=True).encode("utf-8",
+                                                                   "surrogatepass")).hexdigest()
+
+
+def check(store_root: Path, key: bytes, pack: str) -> Fresh | None:
+    """The last pack's record for `pack` (pack_key) if every path it names is as it
+    was then; None for anything else (no record, a seal that does not hold, a change)."""
+    try:
+        body = unseal(key, _KIND, pack, read_json(_record_path(store_root, pack),
+                                                  _MAX_RECORD_BYTES, BundlerError, ""))
+        if not isinstance(body, dict):
+            return None
+        files, folders = body["files"], body["folders"]
+        now = _snapshot(files, folders, store_root)
+        if now != {"files": files, "folders": folders}:
+            return None
+        return Fresh(summary=dict(body["summary"]), packed_at=str(body["packed_at"]))
+    except (BundlerError, KeyError, TypeError, ValueError, OSError):
+        return None
+
+
+def remember(store_root: Path, key: bytes, pack: str, files: Iterable[Path],
+             folders: Iterable[Path], summary: Mapping[str, Any]) -> bool:
+    """Keep the record of a pack that just finished: `files` and `folders` are what its
+    bundle was made from and consists of. False (and no record) where the stamps did
+    not settle, or the store cannot be written: the next pack then packs in full."""
+    names = sorted({str(path) for path in files})
+    roots = sorted({str(path) for path in folders})
+    snapshot = _settled(names, roots, store_root)
+    if snapshot is None:
+        return False
+    body = {**snapshot, "summary": dict(summary),
+            "packed_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    path = _record_path(store_root, pack)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{pack}.", dir=path.parent)
+        with os.fdopen(handle, "wb") as out:
+            out.write(json_bytes(seal(key, _KIND, pack, body)))
+        os.replace(temporary, path)
+    except OSError:
+        return False
+    return True
+
+
+def own_code() -> Path:
+    """bundler's own files: a changed bundler (a new version, an edit) packs anew."""
+    return _OWN_CODE
+
+
+def _record_path(store_root: Path, pack: str) -> Path:
+    return store_root / FOLDER / f"{pack}.json"
+
+
+def _settled(files: list[str], folders: list[str], store_root: Path
+             ) -> dict[str, Any] | None:
+    """The stamps, once the file system's clock has moved past every one of them: a
+    file stamped in the clock's current tick could still be written within that tick
+    without its times changing, so the stamps are taken again after the tick."""
+    for _ in range(_SETTLE_TRIES):
+        snapshot = _snapshot(files, folders, store_root)
+        clock = _file_system_clock(store_root)
+        if clock is None:
+            return None
+        if all(stamp is None or stamp[2] < clock for stamp in _stamps(snapshot)):
+            return snapshot
+        time.sleep(0.01)
+    return None
+
+
+def _file_system_clock(store_root: Path) -> int | None:
+    """The time the file system gives a file written now (its coarse clock, not
+    time.time_ns's)."""
+    folder = store_root / FOLDER
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=".clock.", dir=folder)
+        try:
+            os.write(handle, b"\0")
+            return os.fstat(handle).st_ctime_ns
+        finally:
+            os.close(handle)
+            os.unlink(name)
+    except OSError:
+        return None
+
+
+def _stamps(snapshot: Mapping[str, Any]) -> Iterable[Stamp | None]:
+    yield from snapshot["files"].values()
+    for entries in snapshot["folders"].values():
+        yield from entries.values()
+
+
+def _snapshot(files: Iterable[str], folders: Iterable[str], store_root: Path
+              ) -> dict[str, Any]:
+    roots = list(folders)
+    # A folder inside another recorded one (the bundle in the app's dist/) is walked on
+    # its own; the store is bundler's cache, not an input.
+    skip = {os.path.normcase(root) for root in roots} | {os.path.normcase(str(store_root))}
+    return {"files": {name: _stamp(name) for name in files},
+            "folders": {root: _walk(root, skip) for root in roots}}
+
+
+def _stamp(path: str) -> Stamp | None:
+    try:
+        facts = os.lstat(path)
+    except OSError:
+        return None   # absent: it must still be absent
+    return [facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns, facts.st_ino, facts.st_dev]
+
+
+def _walk(root: str, skip: set[str]) -> dict[str, Stamp]:
+    """Every entry below `root` by its relative path, folders included (an entry added
+    or removed changes the listing); links are stamped, not followed."""
+    found: dict[str, Stamp] = {}
+    pending = [("", root)]
+    while pending:
+        relative, folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue   # gone or unreadable: its entries are missing from the listing
+        for entry in entries:
+            name = f"{relative}{entry.name}"
+            if entry.is_dir(follow_symlinks=False):
+                if os.path.normcase(entry.path) in skip or (
+                        entry.name == "__pycache__" and root == str(_OWN_CODE)):
+                    continue   # bundler's own bytecode is written as it runs
+                pending.append((f"{name}/", entry.path))
+            facts = entry.stat(follow_symlinks=False)
+            found[name] = [facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns,
+                           facts.st_ino, facts.st_dev]
+    return found

@@ -1,0 +1,163 @@
+"""A re-pack with nothing changed since the last pack answers "up to date" without
+packing (bundler/pack/up_to_date.py): nothing read, written or swapped. Any change to
+what the bundle was made from or consists of, and `--recheck`, packs in full. Real packs
+of the stand-in runtime through the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bundler.commands import cmd_pack
+from bundler.pack import up_to_date
+from tests.harness.packing import Workspace, run_cli
+
+
+@pytest.fixture
+def workspace(standin_workspace: Workspace) -> Workspace:
+    return standin_workspace
+
+
+def pack_json(capsys: pytest.CaptureFixture[str], workspace: Workspace, *more: object
+              ) -> dict[str, object]:
+    code, out, err = run_cli(capsys, "pack", workspace.spec, "--json", *more)
+    assert code == 0, err
+    summary: dict[str, object] = json.loads(out)
+    return summary
+
+
+def test_an_unchanged_repack_is_up_to_date_at_once(
+        workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    zipped = tmp_path / "app.zip"
+    cold = pack_json(capsys, workspace, "--zip", zipped)
+    assert cold["up_to_date"] is False
+    bundle = Path(str(cold["out"]))
+    before = (bundle.stat().st_ino, zipped.stat().st_mtime_ns,
+              workspace.spec.with_name("app.spec.lock").stat().st_mtime_ns)
+
+    def no_pack(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an unchanged re-pack packed")
+
+    monkeypatch.setattr(cmd_pack, "pack", no_pack)
+    warm = pack_json(capsys, workspace, "--zip", zipped)
+    assert warm["up_to_date"] is True
+    assert warm["files"] == cold["files"] and warm["out"] == cold["out"]
+    assert warm["zip_members"] == {**cold["zip_members"], "reused": 0,   # type: ignore[dict-item]
+                                   "compressed": 0, "hashed": 0, "unchanged": True}
+    assert (bundle.stat().st_ino, zipped.stat().st_mtime_ns,
+            workspace.spec.with_name("app.spec.lock").stat().st_mtime_ns) == before
+    # --locked answers at once too: the lock is the one that pack wrote
+    code, out, err = run_cli(capsys, "pack", workspace.spec, "--zip", zipped, "--locked")
+    assert code == 0, err
+    assert out.startswith(f"up to date: {bundle}: nothing changed since the pack of ")
+    assert "their bytes were not read again: `bundler verify` reads them" in out
+    assert f"  zip: {zipped}" in out
+
+
+def _edit_app(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    entry = workspace.root / "app" / "main.py"
+    entry.write_text(entry.read_text() + "# edited\n")
+
+
+def _add_to_bundle(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    (bundle / "stray.txt").write_text("not the pack's\n")
+
+
+def _same_size_same_time(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    """The entry script's bytes changed in place, its size and modification time put
+    back: only its change time tells."""
+    target = bundle / "main.py"
+    facts = target.stat()
+    with open(target, "r+b") as out:
+        out.write(b"#" * facts.st_size)
+    os.utime(target, ns=(facts.st_atime_ns, facts.st_mtime_ns))
+    assert (target.stat().st_ino, target.stat().st_size, target.stat().st_mtime_ns) == \
+        (facts.st_ino, facts.st_size, facts.st_mtime_ns)
+
+
+def _remove_zip(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    zipped.unlink()
+
+
+def _edit_spec(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    workspace.spec.write_text(workspace.spec.read_text() + "# a comment\n")
+
+
+def _remove_lock(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    workspace.spec.with_name("app.spec.lock").unlink()
+
+
+def _edit_own_code(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    (up_to_date.own_code() / "version.py").write_text("__version__ = '0.0.0'\n")
+
+
+def _forge_record(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    """A record whose body was changed after it was sealed is not one."""
+    record = next(Path(os.environ["BUNDLER_STORE"]).glob(f"{up_to_date.FOLDER}/*.json"))
+    data = json.loads(record.read_text())
+    data["body"]["packed_at"] = "1999-01-01 00:00:00"
+    record.write_text(json.dumps(data))
+
+
+CHANGES: dict[str, Callable[[Workspace, Path, Path], None]] = {
+    "an app file edited": _edit_app, "a file added to the bundle": _add_to_bundle,
+    "the entry's bytes, its size and time kept": _same_size_same_time,
+    "the zip removed": _remove_zip, "the spec edited": _edit_spec,
+    "the lock removed": _remove_lock, "bundler's own code changed": _edit_own_code,
+    "a forged record": _forge_record}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_any_change_packs_in_full(
+        change: str, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    own = tmp_path / "own-code"   # bundler's files as the pack sees them, to change one
+    shutil.copytree(up_to_date.own_code(), own,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(up_to_date, "_OWN_CODE", own)
+    zipped = tmp_path / "app.zip"
+    cold = pack_json(capsys, workspace, "--zip", zipped)
+    assert pack_json(capsys, workspace, "--zip", zipped)["up_to_date"] is True
+    bundle = Path(str(cold["out"]))
+    CHANGES[change](workspace, bundle, zipped)
+    again = pack_json(capsys, workspace, "--zip", zipped)
+    assert again["up_to_date"] is False, change
+    assert not (bundle / "stray.txt").exists() and zipped.is_file()
+    code, out, err = run_cli(capsys, "verify", bundle)
+    assert code == 0, out + err
+    assert pack_json(capsys, workspace, "--zip", zipped)["up_to_date"] is True
+
+
+@pytest.mark.parametrize("other", ["--recheck", "another --zip", "no --zip", "--copy",
+                                   "a PIP_ variable"])
+def test_other_options_pack_in_full(
+        other: str, workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    zipped = tmp_path / "app.zip"
+    pack_json(capsys, workspace, "--zip", zipped)
+    more: list[object] = {"--recheck": ["--zip", zipped, "--recheck"],
+                          "another --zip": ["--zip", tmp_path / "other.zip"],
+                          "no --zip": [], "--copy": ["--zip", zipped, "--copy"],
+                          "a PIP_ variable": ["--zip", zipped]}[other]
+    if other == "a PIP_ variable":
+        monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    assert pack_json(capsys, workspace, *more)["up_to_date"] is False
+
+
+def test_a_stamp_in_the_clock_tick_of_the_record_waits_for_the_next(
+        tmp_path: Path) -> None:
+    """A file written just before the record: the record waits until the file system's
+    clock has moved past it, so a write right after the record still shows."""
+    store, key = tmp_path / "store", b"k" * 32
+    written = tmp_path / "file"
+    for _ in range(20):
+        written.write_bytes(b"one")
+        assert up_to_date.remember(store, key, "p", [written], [], {"out": "x"})
+        written.write_bytes(b"two")   # the same size, at once
+        assert up_to_date.check(store, key, "p") is None
