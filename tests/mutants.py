@@ -330,8 +330,12 @@ MUTANTS = (
            ZIP, "            if _stamp(self.final) != self.checked:\n",
            "            if False:\n", ZIP_UNCHANGED_TESTS),
     Mutant("fresh-listing-unchecked", "up to date: an entry added to a recorded folder "
-           "goes unseen", UP_TO_DATE, 'if now != {"files": files, "folders": folders}:',
+           "goes unseen", UP_TO_DATE,
+           'if now != {"files": files, "folders": folders, "beside": beside}:',
            'if now["files"] != files:', UP_TO_DATE_TESTS),
+    Mutant("fresh-debris-unseen", "up to date: a killed --zip's debris is left",
+           UP_TO_DATE, "if is_pack_file_of(path, entry.name))", "if False)",
+           UP_TO_DATE_TESTS),
     Mutant("fresh-change-time-ignored", "up to date: a file written with its size and "
            "modification time put back passes", UP_TO_DATE,
            "            found[name] = [facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns,",
@@ -351,7 +355,7 @@ MUTANTS = (
            "change", UP_TO_DATE, "if name.startswith(_VARIABLE_PREFIXES) or name in _VARIABLES}",
            "if False}", UP_TO_DATE_TESTS),
     Mutant("fresh-zip-unstamped", "up to date: a removed zip is not a change",
-           "bundler/pack/pipeline.py", "files += [zip_path, zip_path.parent]", "files += []",
+           "bundler/pack/pipeline.py", "files.append(zip_path)", "pass",
            UP_TO_DATE_TESTS),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
            "bundler/commands/cmd_pack.py", "and not args.recheck and", "and",

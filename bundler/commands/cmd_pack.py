@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_pack(result)
     if freshness is not None and result.made_from is not None:
-        up_to_date.remember(*freshness, result.made_from.files, result.made_from.folders,
-                            summary)
+        made = result.made_from
+        up_to_date.remember(*freshness, made.files, made.folders, summary, made.beside)
     return EXIT_OK
 
 

@@ -72,6 +72,9 @@ class MadeFrom:
 
     files: tuple[Path, ...]
     folders: tuple[Path, ...]
+    # paths whose packs keep files beside them (staging, a killed --zip's note): what of
+    # those is there must stay as it was, else a full pack removes the debris
+    beside: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,18 +206,17 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
 
 def _made_from(spec: Spec, recipe: Recipe, sources: Mapping[str, Source], target: Path,
                zip_path: Path | None) -> MadeFrom:
-    """Every file and folder this pack's bundle depends on or consists of. The folders
-    holding the bundle and the zip are stamped themselves (not walked): an entry added
-    beside them (a staging folder, a killed zip's .partial) changes their times, and
-    the next pack, which removes such debris, then runs in full."""
-    files = [spec.path, spec.lock_path, recipe.path, target.parent]
+    """Every file and folder this pack's bundle depends on or consists of, and the
+    paths whose pack files (a killed pack's staging folder, its --zip's note naming the
+    .partial) a later pack removes: where any appears, the next pack runs in full."""
+    files = [spec.path, spec.lock_path, recipe.path]
     if spec.requirements is not None:
         files.append(spec.requirements)
         files += [spec.requirements.parent / name   # a URL's file is pip's to fetch
                   for name, digest in nested_files(spec.requirements).items()
                   if digest != NOT_HASHED]
     if zip_path is not None:
-        files += [zip_path, zip_path.parent]
+        files.append(zip_path)
     folders = [target, own_code()]
     if spec.app_path is not None:
         folders.append(spec.app_path)
@@ -222,7 +224,7 @@ def _made_from(spec: Spec, recipe: Recipe, sources: Mapping[str, Source], target
         folders.append((spec.folder / spec.scan.environment).resolve())
     for source in sources.values():
         (folders if source.location.is_dir() else files).append(source.location)
-    return MadeFrom(tuple(files), tuple(folders))
+    return MadeFrom(tuple(files), tuple(folders), (target, spec.lock_path))
 
 
 def _lock_policy(update_lock: bool, locked: bool) -> LockPolicy:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import BundlerError
+from bundler.formats.swap_journal import is_pack_file_of
 from bundler.pack.store.seal import seal, unseal
 from bundler.support.json_files import json_bytes, read_json
 from bundler.version import __version__
@@ -84,9 +85,9 @@ def check(store_root: Path, key: bytes, pack: str) -> Fresh | None:
                                                   _MAX_RECORD_BYTES, BundlerError, ""))
         if not isinstance(body, dict):
             return None
-        files, folders = body["files"], body["folders"]
-        now = _snapshot(files, folders, store_root)
-        if now != {"files": files, "folders": folders}:
+        files, folders, beside = body["files"], body["folders"], body["beside"]
+        now = _snapshot(files, folders, beside, store_root)
+        if now != {"files": files, "folders": folders, "beside": beside}:
             return None
         return Fresh(summary=dict(body["summary"]), packed_at=str(body["packed_at"]))
     except (BundlerError, KeyError, TypeError, ValueError, OSError):
@@ -94,13 +95,16 @@ def check(store_root: Path, key: bytes, pack: str) -> Fresh | None:
 
 
 def remember(store_root: Path, key: bytes, pack: str, files: Iterable[Path],
-             folders: Iterable[Path], summary: Mapping[str, Any]) -> bool:
+             folders: Iterable[Path], summary: Mapping[str, Any],
+             beside: Iterable[Path] = ()) -> bool:
     """Keep the record of a pack that just finished: `files` and `folders` are what its
-    bundle was made from and consists of. False (and no record) where the stamps did
-    not settle, or the store cannot be written: the next pack then packs in full."""
+    bundle was made from and consists of; `beside`, paths whose pack files (staging
+    folders, a killed --zip's note) are listed too. False (and no record) where the
+    stamps did not settle, or the store cannot be written: the next pack then packs in
+    full."""
     names = sorted({str(path) for path in files})
     roots = sorted({str(path) for path in folders})
-    snapshot = _settled(names, roots, store_root)
+    snapshot = _settled(names, roots, sorted({str(path) for path in beside}), store_root)
     if snapshot is None:
         return False
     body = {**snapshot, "summary": dict(summary),
@@ -126,13 +130,13 @@ def _record_path(store_root: Path, pack: str) -> Path:
     return store_root / FOLDER / f"{pack}.json"
 
 
-def _settled(files: list[str], folders: list[str], store_root: Path
+def _settled(files: list[str], folders: list[str], beside: list[str], store_root: Path
              ) -> dict[str, Any] | None:
     """The stamps, once the file system's clock has moved past every one of them: a
     file stamped in the clock's current tick could still be written within that tick
     without its times changing, so the stamps are taken again after the tick."""
     for _ in range(_SETTLE_TRIES):
-        snapshot = _snapshot(files, folders, store_root)
+        snapshot = _snapshot(files, folders, beside, store_root)
         clock = _file_system_clock(store_root)
         if clock is None:
             return None
@@ -165,14 +169,25 @@ def _stamps(snapshot: Mapping[str, Any]) -> Iterable[Stamp | None]:
         yield from entries.values()
 
 
-def _snapshot(files: Iterable[str], folders: Iterable[str], store_root: Path
-              ) -> dict[str, Any]:
+def _snapshot(files: Iterable[str], folders: Iterable[str], beside: Iterable[str],
+              store_root: Path) -> dict[str, Any]:
     roots = list(folders)
     # A folder inside another recorded one (the bundle in the app's dist/) is walked on
     # its own; the store is bundler's cache, not an input.
     skip = {os.path.normcase(root) for root in roots} | {os.path.normcase(str(store_root))}
     return {"files": {name: _stamp(name) for name in files},
-            "folders": {root: _walk(root, skip) for root in roots}}
+            "folders": {root: _walk(root, skip) for root in roots},
+            "beside": {path: _pack_files_beside(Path(path)) for path in beside}}
+
+
+def _pack_files_beside(path: Path) -> list[str]:
+    """The names of the files packs of `path` keep beside it (formats/swap_journal.py):
+    its pack lock stays; a killed pack's staging folder or --zip note is debris."""
+    try:
+        return sorted(entry.name for entry in os.scandir(path.parent)
+                      if is_pack_file_of(path, entry.name))
+    except OSError:
+        return []
 
 
 def _stamp(path: str) -> Stamp | None:

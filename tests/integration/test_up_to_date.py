@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bundler.commands import cmd_pack
+from bundler.formats.swap_journal import zip_note_path
 from bundler.pack import up_to_date
 from tests.harness.packing import Workspace, run_cli
 
@@ -97,6 +98,14 @@ def _edit_own_code(workspace: Workspace, bundle: Path, zipped: Path) -> None:
     (up_to_date.own_code() / "version.py").write_text("__version__ = '0.0.0'\n")
 
 
+def _killed_zip(workspace: Workspace, bundle: Path, zipped: Path) -> None:
+    """What a pack killed while writing its zip leaves: the note beside the bundle and
+    the .partial it names (a later pack removes both)."""
+    partial = zipped.with_name(f".{zipped.name}.abcd1234.partial")
+    partial.write_bytes(b"PK half a zip")
+    zip_note_path(bundle).write_text(str(zipped), encoding="utf-8")
+
+
 def _forge_record(workspace: Workspace, bundle: Path, zipped: Path) -> None:
     """A record whose body was changed after it was sealed is not one."""
     record = next(Path(os.environ["BUNDLER_STORE"]).glob(f"{up_to_date.FOLDER}/*.json"))
@@ -110,7 +119,7 @@ CHANGES: dict[str, Callable[[Workspace, Path, Path], None]] = {
     "the entry's bytes, its size and time kept": _same_size_same_time,
     "the zip removed": _remove_zip, "the spec edited": _edit_spec,
     "the lock removed": _remove_lock, "bundler's own code changed": _edit_own_code,
-    "a forged record": _forge_record}
+    "a forged record": _forge_record, "a killed --zip's debris": _killed_zip}
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
@@ -129,6 +138,7 @@ def test_any_change_packs_in_full(
     again = pack_json(capsys, workspace, "--zip", zipped)
     assert again["up_to_date"] is False, change
     assert not (bundle / "stray.txt").exists() and zipped.is_file()
+    assert not list(tmp_path.glob("*.partial")) and not zip_note_path(bundle).exists()
     code, out, err = run_cli(capsys, "verify", bundle)
     assert code == 0, out + err
     assert pack_json(capsys, workspace, "--zip", zipped)["up_to_date"] is True
@@ -148,6 +158,16 @@ def test_other_options_pack_in_full(
     if other == "a PIP_ variable":
         monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
     assert pack_json(capsys, workspace, *more)["up_to_date"] is False
+
+
+def test_files_beside_the_bundle_and_zip_change_nothing(
+        workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A copy of the zip beside it, another bundle beside this one: still up to date."""
+    zipped = tmp_path / "app.zip"
+    cold = pack_json(capsys, workspace, "--zip", zipped)
+    shutil.copyfile(zipped, tmp_path / "copy.zip")
+    (Path(str(cold["out"])).parent / "other-app").mkdir()
+    assert pack_json(capsys, workspace, "--zip", zipped)["up_to_date"] is True
 
 
 def test_a_stamp_in_the_clock_tick_of_the_record_waits_for_the_next(
