@@ -357,6 +357,14 @@ MUTANTS = (
     Mutant("fresh-zip-unstamped", "up to date: a removed zip is not a change",
            "bundler/pack/pipeline.py", "files.append(zip_path)", "pass",
            UP_TO_DATE_TESTS),
+    Mutant("fresh-inputs-written-mid-pack", "up to date: a pack that wrote into its own "
+           "app folder (a lock, a zip in an app of \".\") is recorded", UP_TO_DATE,
+           "            _changed_since(snapshot, {str(path) for path in made.outputs}, started):",
+           "            False:", ("tests/integration/test_zip_paths.py",)),
+    Mutant("fresh-locked-kept-lock", "up to date: a --locked pack that kept a lock the next "
+           "pack rewrites is recorded", "bundler/pack/pipeline.py",
+           "if builder.inputs_known and _lock_is(spec.lock_path, lock.to_bytes())",
+           "if builder.inputs_known", ("tests/integration/test_lock_bundle.py",)),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
            "bundler/commands/cmd_pack.py", "and not args.recheck and", "and",
            UP_TO_DATE_TESTS),

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             (fresh := up_to_date.check(*freshness)) is not None:
         _print_fresh(fresh, args.json)
         return EXIT_OK
+    started = up_to_date.clock(freshness[0]) if freshness is not None else None
     with silenced(args.json):   # no progress bars under --json
         result = pack(spec, out=Path(args.out) if args.out else None,
                       overrides=dict(args.source or []), update_lock=args.update_lock,
@@ -78,8 +79,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_pack(result)
     if freshness is not None and result.made_from is not None:
-        made = result.made_from
-        up_to_date.remember(*freshness, made.files, made.folders, summary, made.beside)
+        up_to_date.remember(*freshness, result.made_from, summary, started)
     return EXIT_OK
 
 
@@ -93,10 +93,12 @@ def _freshness(spec: Spec, args: argparse.Namespace) -> tuple[Path, bytes, str] 
         key = store_key(os.environ)
     except BundlerError:
         return None
+    # Absolute, links not resolved: a --zip or --out that became a link is another pack
+    # (which the full pack refuses), not the one its target was made by.
     out = Path(args.out) if args.out else spec.default_out()
-    options = {"out": out.resolve(), "copy": args.copy,
-               "zip": Path(args.zip).resolve() if args.zip else "",
-               "sources": sorted((sid, str(Path(path).resolve()))
+    options = {"out": os.path.abspath(out), "copy": args.copy,
+               "zip": os.path.abspath(args.zip) if args.zip else "",
+               "sources": sorted((sid, os.path.abspath(path))
                                  for sid, path in args.source or [])}
     return store.root, key, up_to_date.pack_key(spec.path, options, os.environ)
 
@@ -122,6 +124,10 @@ def _print_fresh(fresh: up_to_date.Fresh, as_json: bool) -> None:
           "reads them, `bundler pack --recheck` packs in full)")
     print(f"  runtime: {summary['recipe']}, {len(summary['files'])} runtime files, "
           f"{_size(summary['total_size'])}")
+    for sid, trust in summary["inputs_trusted"].items():   # as that pack said it
+        print(f"  input {sid}: {trust}")
+    if summary["allowed_unsigned"]:
+        _print_not_signed([Path(path).name for path in summary["allowed_unsigned"]])
     print(f"  lock: {summary['lock']}")
     if summary.get("zip"):
         print(f"  zip: {summary['zip']}")
@@ -205,14 +211,18 @@ def _print_pack(result: PackResult) -> None:
               "more (--json lists them all)")
     allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
     if allowed:
-        print(f"  NOT SIGNED: {len(allowed)} files lack the signature the recipe asks for and "
-              "were accepted by the spec's allow_unsigned: this runtime is a stand-in or a "
-              f"rebuild, not the original ({', '.join(allowed)})")
+        _print_not_signed(allowed)
     # What to run: a PyInstaller build's exe, an embedded-python bundle's launcher.
     for exe in sorted([*result.out.glob("*.exe"), *result.out.glob("*.cmd")]):
         print(f"  run: {exe}")
 
 
+
+
+def _print_not_signed(names: list[str]) -> None:
+    print(f"  NOT SIGNED: {len(names)} files lack the signature the recipe asks for and "
+          "were accepted by the spec's allow_unsigned: this runtime is a stand-in or a "
+          f"rebuild, not the original ({', '.join(names)})")
 
 
 def _signature_note(entry: FileEntry) -> str:

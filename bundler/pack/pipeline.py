@@ -40,7 +40,7 @@ from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
 from bundler.pack.store.store import Store, StoreError, open_store
 from bundler.pack.store.upkeep import size_cap, trim
-from bundler.pack.up_to_date import own_code
+from bundler.pack.up_to_date import MadeFrom, own_code
 from bundler.pack.wheel_lock import refuse_locked_spec_change, reusable_wheels, wheel_record
 from bundler.pack.zip.output import (
     PendingZip,
@@ -62,19 +62,6 @@ class RuntimeOrigin:
     files: dict[str, int] = field(default_factory=dict)   # "read"/"store"/"previous" -> n
     linked: int = 0
     copied: int = 0
-
-
-@dataclass(frozen=True)
-class MadeFrom:
-    """What a bundle was made from and consists of, for the record that lets the next
-    pack find it up to date (pack/up_to_date.py): files stamped one by one, folders
-    with every entry below them."""
-
-    files: tuple[Path, ...]
-    folders: tuple[Path, ...]
-    # paths whose packs keep files beside them (staging, a killed --zip's note): what of
-    # those is there must stay as it was, else a full pack removes the debris
-    beside: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -201,7 +188,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                       unprovided=selection.unprovided,
                       environment=selection.environment, left_out_wheels=built.left_out,
                       made_from=_made_from(spec, recipe, sources, target, zip_path)
-                      if builder.inputs_known else None)
+                      if builder.inputs_known and _lock_is(spec.lock_path, lock.to_bytes())
+                      else None)
 
 
 def _made_from(spec: Spec, recipe: Recipe, sources: Mapping[str, Source], target: Path,
@@ -224,7 +212,18 @@ def _made_from(spec: Spec, recipe: Recipe, sources: Mapping[str, Source], target
         folders.append((spec.folder / spec.scan.environment).resolve())
     for source in sources.values():
         (folders if source.location.is_dir() else files).append(source.location)
-    return MadeFrom(tuple(files), tuple(folders), (target, spec.lock_path))
+    outputs = (target, spec.lock_path, *([zip_path] if zip_path else []))
+    return MadeFrom(tuple(files), tuple(folders), (target, spec.lock_path), outputs)
+
+
+def _lock_is(path: Path, data: bytes) -> bool:
+    """Whether the lock on disk is the very lock this pack made: --locked keeps a lock
+    that lacks a record this pack would add (or an older format), which the next pack
+    without --locked rewrites, so such a pack is no state to call up to date."""
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _lock_policy(update_lock: bool, locked: bool) -> LockPolicy:

@@ -58,6 +58,20 @@ Stamp = list[int]   # size, modification time (ns), change time (ns), file id, d
 
 
 @dataclass(frozen=True)
+class MadeFrom:
+    """What a bundle was made from and consists of (pipeline.PackResult.made_from):
+    files stamped one by one, folders with every entry below them; `beside`, paths
+    whose pack files (a killed pack's staging folder, its --zip note) are listed;
+    `outputs`, those of the files and folders the pack itself wrote (the bundle, the
+    lock, the zip)."""
+
+    files: tuple[Path, ...]
+    folders: tuple[Path, ...]
+    beside: tuple[Path, ...] = ()
+    outputs: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
 class Fresh:
     """A pack found up to date: what the last pack said (its JSON summary) and when."""
 
@@ -71,7 +85,7 @@ def pack_key(spec_path: Path, options: Mapping[str, object],
     that change what is written (--out, --zip, --copy, --source), as resolved paths."""
     variables = {name: value for name, value in environ.items()
                  if name.startswith(_VARIABLE_PREFIXES) or name in _VARIABLES}
-    named = [str(spec_path.resolve()), {k: str(v) for k, v in options.items()}, variables,
+    named = [os.path.abspath(spec_path), {k: str(v) for k, v in options.items()}, variables,
              sys.version, sys.executable, __version__]
     return hashlib.sha256(json.dumps(named, sort_keys=True).encode("utf-8",
                                                                    "surrogatepass")).hexdigest()
@@ -94,18 +108,19 @@ def check(store_root: Path, key: bytes, pack: str) -> Fresh | None:
         return None
 
 
-def remember(store_root: Path, key: bytes, pack: str, files: Iterable[Path],
-             folders: Iterable[Path], summary: Mapping[str, Any],
-             beside: Iterable[Path] = ()) -> bool:
-    """Keep the record of a pack that just finished: `files` and `folders` are what its
-    bundle was made from and consists of; `beside`, paths whose pack files (staging
-    folders, a killed --zip's note) are listed too. False (and no record) where the
-    stamps did not settle, or the store cannot be written: the next pack then packs in
-    full."""
-    names = sorted({str(path) for path in files})
-    roots = sorted({str(path) for path in folders})
-    snapshot = _settled(names, roots, sorted({str(path) for path in beside}), store_root)
-    if snapshot is None:
+def remember(store_root: Path, key: bytes, pack: str, made: MadeFrom,
+             summary: Mapping[str, Any], started: int | None) -> bool:
+    """Keep the record of a pack that just finished (`started`: the file system's clock
+    before it began). False (and no record) where an input changed while it ran (the
+    pack wrote into its own app folder: a lock or a zip in an app of "."), where the
+    stamps did not settle, or where the store cannot be written: the next pack then
+    packs in full."""
+    names = sorted({str(path) for path in made.files})
+    roots = sorted({str(path) for path in made.folders})
+    snapshot = _settled(names, roots, sorted({str(path) for path in made.beside}),
+                        store_root)
+    if snapshot is None or started is None or \
+            _changed_since(snapshot, {str(path) for path in made.outputs}, started):
         return False
     body = {**snapshot, "summary": dict(summary),
             "packed_at": time.strftime("%Y-%m-%d %H:%M:%S")}
@@ -119,6 +134,44 @@ def remember(store_root: Path, key: bytes, pack: str, files: Iterable[Path],
     except OSError:
         return False
     return True
+
+
+def clock(store_root: Path) -> int | None:
+    """The file system's clock at the start of its next tick, taken before a pack (for
+    `remember`): a file written before this call has an older stamp, one the pack
+    writes does not (a file written in the tick the clock was read in would look like
+    one the pack wrote, and the pack would never be called up to date)."""
+    first = _file_system_clock(store_root)
+    for _ in range(_SETTLE_TRIES * 10):
+        now = _file_system_clock(store_root)
+        if first is None or now is None or now > first:
+            return now
+        time.sleep(0.001)
+    return None
+
+
+def _changed_since(snapshot: Mapping[str, Any], outputs: set[str], started: int) -> bool:
+    """Whether an input (anything but the pack's outputs) was written after `started`:
+    the bundle was then made from what it is no longer."""
+    inputs = [stamp for name, stamp in snapshot["files"].items() if name not in outputs]
+    inputs += [stamp for root, entries in snapshot["folders"].items() if root not in outputs
+               for stamp in entries.values()]
+    return any(stamp is not None and stamp[2] >= started for stamp in inputs)
+
+
+def stale_records(store_root: Path) -> list[Path]:
+    """The records of packs whose lock is gone (or that cannot be read): `bundler cache
+    prune` removes them, as it removes the registrations of such locks."""
+    stale = []
+    for record in sorted((store_root / FOLDER).glob("*.json")):
+        try:
+            body = read_json(record, _MAX_RECORD_BYTES, BundlerError, "")["body"]
+            if Path(body["summary"]["lock"]).is_file():
+                continue
+        except (BundlerError, KeyError, TypeError):
+            pass
+        stale.append(record)
+    return stale
 
 
 def own_code() -> Path:

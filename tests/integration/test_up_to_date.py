@@ -177,7 +177,23 @@ def test_a_stamp_in_the_clock_tick_of_the_record_waits_for_the_next(
     store, key = tmp_path / "store", b"k" * 32
     written = tmp_path / "file"
     for _ in range(20):
+        started = up_to_date.clock(store)
         written.write_bytes(b"one")
-        assert up_to_date.remember(store, key, "p", [written], [], {"out": "x"})
+        made = up_to_date.MadeFrom((written,), (), outputs=(written,))
+        assert up_to_date.remember(store, key, "p", made, {"out": "x"}, started)
         written.write_bytes(b"two")   # the same size, at once
         assert up_to_date.check(store, key, "p") is None
+
+
+def test_prune_removes_the_records_of_packs_whose_lock_is_gone(
+        workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pack_json(capsys, workspace)
+    records = Path(os.environ["BUNDLER_STORE"]) / up_to_date.FOLDER
+    assert len(list(records.glob("*.json"))) == 1
+    code, _, err = run_cli(capsys, "cache", "prune")
+    assert code == 0, err
+    assert len(list(records.glob("*.json"))) == 1   # its lock is there: kept
+    workspace.spec.with_name("app.spec.lock").unlink()
+    code, _, err = run_cli(capsys, "cache", "prune")
+    assert code == 0, err
+    assert not list(records.glob("*.json"))

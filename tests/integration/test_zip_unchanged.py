@@ -27,7 +27,9 @@ def workspace(standin_workspace: Workspace) -> Workspace:
 
 def zip_pack(capsys: pytest.CaptureFixture[str], workspace: Workspace, zipped: Path
              ) -> dict[str, object]:
-    code, out, err = run_cli(capsys, "pack", workspace.spec, "--zip", zipped, "--json")
+    # --recheck: in full, never "up to date" (pack/up_to_date.py), so the zip is compared
+    code, out, err = run_cli(capsys, "pack", workspace.spec, "--zip", zipped, "--json",
+                             "--recheck")
     assert code == 0, err
     counts: dict[str, object] = json.loads(out)["zip_members"]
     return counts
@@ -50,7 +52,7 @@ def test_an_unchanged_zip_is_left_as_it_was(
     assert warm["reused"] == cold["compressed"]   # every file's stream, checked in place
     assert file_stamp(zipped.stat()) == before and zipped.read_bytes() == content
     assert not list(tmp_path.glob(".app.zip.*.partial"))
-    code, out, err = run_cli(capsys, "pack", workspace.spec, "--zip", zipped)
+    code, out, err = run_cli(capsys, "pack", workspace.spec, "--zip", zipped, "--recheck")
     assert code == 0, err
     assert "the zip already held them, every byte checked: left as it was" in out
 

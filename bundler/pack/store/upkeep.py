@@ -13,6 +13,7 @@ from pathlib import Path
 from bundler.errors import BundlerError
 from bundler.pack.lock import read_lock
 from bundler.pack.store.store import Store, StoreError, remove_read_only
+from bundler.pack.up_to_date import stale_records
 
 DEFAULT_MAX = "20G"
 MAX_VARIABLE = "BUNDLER_STORE_MAX"
@@ -117,7 +118,8 @@ def _tree_size(path: Path) -> int:
 
 def prune(store: Store) -> StoreReport:
     """Remove every object no registered lock on this machine pins, the registrations of
-    locks that are gone, and the records of inputs whose files went with them."""
+    locks that are gone, the records of inputs whose files went with them and the
+    up-to-date records of packs whose lock is gone."""
     report = examine(store)
     for sha256, _ in report.unpinned:
         remove_read_only(store.object_path(sha256))
@@ -125,6 +127,8 @@ def prune(store: Store) -> StoreReport:
         if not lock.is_file():
             entry.unlink(missing_ok=True)
     _drop_orphan_records(store)
+    for record in stale_records(store.root):   # "up to date" records of packs now gone
+        record.unlink(missing_ok=True)
     for leftover in debris(store):
         if leftover.is_dir() and not leftover.is_symlink():
             shutil.rmtree(leftover, ignore_errors=True)
