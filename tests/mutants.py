@@ -365,6 +365,11 @@ MUTANTS = (
            "pack rewrites is recorded", "bundler/pack/pipeline.py",
            "if builder.inputs_known and _lock_is(spec.lock_path, lock.to_bytes())",
            "if builder.inputs_known", ("tests/integration/test_lock_bundle.py",)),
+    Mutant("fresh-nested-requirements-unstamped", "up to date: an edited -r/-c file of "
+           "the requirements is not a change", "bundler/pack/pipeline.py",
+           "        files += [spec.requirements.parent / name   # a URL's file is pip's",
+           "        files += [] and [spec.requirements.parent / name   # a URL's file is pip's",
+           ("tests/integration/test_embedded_python_relock.py",)),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
            "bundler/commands/cmd_pack.py", "and not args.recheck and", "and",
            UP_TO_DATE_TESTS),

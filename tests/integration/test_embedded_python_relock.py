@@ -232,3 +232,26 @@ def test_a_lock_without_the_record_gains_it(app: Path) -> None:
     result = pack(load_spec(app), environ=environ)
     assert "the resolved wheels recorded" in result.lock_changes
     assert "wheels" in lock(app)
+
+
+def test_an_unchanged_repack_is_up_to_date_and_a_nested_edit_is_not(
+        app: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """Through the command line, as a user re-packs: nothing changed is `up to date` with
+    no pip process and the index unreachable; an edit of a nested -c file (the same
+    size) packs in full and resolves again (bundler/pack/up_to_date.py)."""
+    monkeypatch.setenv("BUNDLER_CACHE", bundler_cache(app.parent / "cache")["BUNDLER_CACHE"])
+    code, out, err = run_cli(capsys, "pack", app, "--json")
+    assert code == 0, err
+    assert json.loads(out)["up_to_date"] is False
+    assert [call[0] for call in pip_calls(app)] == ["download"]
+    code, out, err = run_cli(capsys, "pack", app, "--json")
+    assert code == 0, err
+    assert json.loads(out)["up_to_date"] is True and pip_calls(app) == []
+    app.with_name("cons.txt").write_text("demo-a==1.1\n")
+    code, out, err = run_cli(capsys, "pack", app, "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["up_to_date"] is False
+    assert [call[0] for call in pip_calls(app)] == ["download"]
+    assert installed(Path(summary["out"])) == {"demo_a-1.1.dist-info", "demo_b-2.0.dist-info"}
