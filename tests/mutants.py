@@ -370,6 +370,9 @@ MUTANTS = (
            "        files += [spec.requirements.parent / name   # a URL's file is pip's",
            "        files += [] and [spec.requirements.parent / name   # a URL's file is pip's",
            ("tests/integration/test_embedded_python_relock.py",)),
+    Mutant("fresh-objects-not-marked-used", "up to date: the bundle's store objects age "
+           "under the size cap", "bundler/commands/cmd_pack.py",
+           "        _mark_used(fresh)\n", "", UP_TO_DATE_TESTS),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
            "bundler/commands/cmd_pack.py", "and not args.recheck and", "and",
            UP_TO_DATE_TESTS),

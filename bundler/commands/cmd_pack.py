@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     freshness = _freshness(spec, args)
     if freshness is not None and not args.recheck and \
             (fresh := up_to_date.check(*freshness)) is not None:
+        _mark_used(fresh)
         _print_fresh(fresh, args.json)
         return EXIT_OK
     started = up_to_date.clock(freshness[0]) if freshness is not None else None
@@ -101,6 +102,21 @@ def _freshness(spec: Spec, args: argparse.Namespace) -> tuple[Path, bytes, str] 
                "sources": sorted((sid, os.path.abspath(path))
                                  for sid, path in args.source or [])}
     return store.root, key, up_to_date.pack_key(spec.path, options, os.environ)
+
+
+def _mark_used(fresh: up_to_date.Fresh) -> None:
+    """The bundle's runtime files count as used now, as a full pack's do: the store's
+    size cap keeps the objects of a bundle re-packed only "up to date" longest too (the
+    markers are files of their own, so the bundle's stamps do not change)."""
+    try:
+        store = open_store(os.environ)
+        if store is None:
+            return
+        for entry in fresh.summary["files"]:
+            if store.object_path(entry["sha256"]).is_file():
+                store.mark_used(entry["sha256"])
+    except (BundlerError, OSError, KeyError, TypeError):
+        pass   # the store is a cache: its upkeep never fails a pack
 
 
 def _print_fresh(fresh: up_to_date.Fresh, as_json: bool) -> None:

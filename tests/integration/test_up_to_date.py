@@ -53,6 +53,10 @@ def test_an_unchanged_repack_is_up_to_date_at_once(
                                    "compressed": 0, "hashed": 0, "unchanged": True}
     assert (bundle.stat().st_ino, zipped.stat().st_mtime_ns,
             workspace.spec.with_name("app.spec.lock").stat().st_mtime_ns) == before
+    used = Path(os.environ["BUNDLER_STORE"]) / "used"   # the size cap's last use: now
+    assert {entry["sha256"] for entry in warm["files"]} <= {   # type: ignore[attr-defined]
+        marker.name for marker in used.iterdir()
+        if marker.stat().st_mtime_ns > before[1]}
     # --locked answers at once too: the lock is the one that pack wrote
     code, out, err = run_cli(capsys, "pack", workspace.spec, "--zip", zipped, "--locked")
     assert code == 0, err
