@@ -337,9 +337,9 @@ MUTANTS = (
            UP_TO_DATE, "if is_pack_file_of(path, entry.name))", "if False)",
            UP_TO_DATE_TESTS),
     Mutant("fresh-change-time-ignored", "up to date: a file written with its size and "
-           "modification time put back passes", UP_TO_DATE,
-           "            found[name] = [facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns,",
-           "            found[name] = [facts.st_size, facts.st_mtime_ns, 0,",
+           "modification time put back passes", "bundler/support/file_stamps.py",
+           "    return facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns, facts.st_ino,",
+           "    return facts.st_size, facts.st_mtime_ns, 0, facts.st_ino,",
            UP_TO_DATE_TESTS),
     Mutant("fresh-record-unsealed", "up to date: a record is believed without its seal",
            UP_TO_DATE, "body = unseal(key, _KIND, pack, read_json(",
@@ -372,7 +372,7 @@ MUTANTS = (
            ("tests/integration/test_embedded_python_relock.py",)),
     Mutant("fresh-objects-not-marked-used", "up to date: the bundle's store objects age "
            "under the size cap", "bundler/commands/cmd_pack.py",
-           "        _mark_used(fresh)\n", "", UP_TO_DATE_TESTS),
+           "        _mark_used(freshness.store, fresh)\n", "", UP_TO_DATE_TESTS),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
            "bundler/commands/cmd_pack.py", "and not args.recheck and", "and",
            UP_TO_DATE_TESTS),

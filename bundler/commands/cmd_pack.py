@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bundler.commands.options import add_json, add_source, say
@@ -17,7 +17,7 @@ from bundler.pack.pipeline import PackResult, pack
 from bundler.pack.spec import load_spec
 from bundler.pack.spec_model import Spec
 from bundler.pack.store.seal import store_key
-from bundler.pack.store.store import open_store
+from bundler.pack.store.store import Store, open_store
 from bundler.support.progress import silenced
 
 
@@ -62,11 +62,12 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(Path(args.spec))
     freshness = _freshness(spec, args)
     if freshness is not None and not args.recheck and \
-            (fresh := up_to_date.check(*freshness)) is not None:
-        _mark_used(fresh)
+            (fresh := up_to_date.check(freshness.store.root, freshness.key,
+                                       freshness.name)) is not None:
+        _mark_used(freshness.store, fresh)
         _print_fresh(fresh, args.json)
         return EXIT_OK
-    started = up_to_date.clock(freshness[0]) if freshness is not None else None
+    started = up_to_date.clock(freshness.store.root) if freshness is not None else None
     with silenced(args.json):   # no progress bars under --json
         result = pack(spec, out=Path(args.out) if args.out else None,
                       overrides=dict(args.source or []), update_lock=args.update_lock,
@@ -80,13 +81,24 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_pack(result)
     if freshness is not None and result.made_from is not None:
-        up_to_date.remember(*freshness, result.made_from, summary, started)
+        up_to_date.remember(freshness.store.root, freshness.key, freshness.name,
+                            result.made_from, summary, started)
     return EXIT_OK
 
 
-def _freshness(spec: Spec, args: argparse.Namespace) -> tuple[Path, bytes, str] | None:
-    """(store root, its key, this pack's key) for the up-to-date record; None without
-    a usable store (the pack itself then says why)."""
+@dataclass(frozen=True)
+class _Freshness:
+    """Where this pack's up-to-date record lives: the store, its sealing key and the
+    record's name (up_to_date.pack_key)."""
+
+    store: Store
+    key: bytes
+    name: str
+
+
+def _freshness(spec: Spec, args: argparse.Namespace) -> _Freshness | None:
+    """The up-to-date record's place; None without a usable store (the pack itself
+    then says why)."""
     try:
         store = open_store(os.environ)
         if store is None:
@@ -101,21 +113,18 @@ def _freshness(spec: Spec, args: argparse.Namespace) -> tuple[Path, bytes, str] 
                "zip": os.path.abspath(args.zip) if args.zip else "",
                "sources": sorted((sid, os.path.abspath(path))
                                  for sid, path in args.source or [])}
-    return store.root, key, up_to_date.pack_key(spec.path, options, os.environ)
+    return _Freshness(store, key, up_to_date.pack_key(spec.path, options, os.environ))
 
 
-def _mark_used(fresh: up_to_date.Fresh) -> None:
+def _mark_used(store: Store, fresh: up_to_date.Fresh) -> None:
     """The bundle's runtime files count as used now, as a full pack's do: the store's
     size cap keeps the objects of a bundle re-packed only "up to date" longest too (the
     markers are files of their own, so the bundle's stamps do not change)."""
     try:
-        store = open_store(os.environ)
-        if store is None:
-            return
         for entry in fresh.summary["files"]:
             if store.object_path(entry["sha256"]).is_file():
                 store.mark_used(entry["sha256"])
-    except (BundlerError, OSError, KeyError, TypeError):
+    except (OSError, KeyError, TypeError):
         pass   # the store is a cache: its upkeep never fails a pack
 
 
@@ -147,9 +156,7 @@ def _print_fresh(fresh: up_to_date.Fresh, as_json: bool) -> None:
     print(f"  lock: {summary['lock']}")
     if summary.get("zip"):
         print(f"  zip: {summary['zip']}")
-    out = Path(summary["out"])
-    for exe in sorted([*out.glob("*.exe"), *out.glob("*.cmd")]):
-        print(f"  run: {exe}")
+    _print_run(Path(summary["out"]))
 
 
 def _pack_summary(result: PackResult) -> dict:
@@ -228,8 +235,12 @@ def _print_pack(result: PackResult) -> None:
     allowed = [e.name for e in manifest.files if e.signature == SIGNATURE_ALLOWED_UNSIGNED]
     if allowed:
         _print_not_signed(allowed)
-    # What to run: a PyInstaller build's exe, an embedded-python bundle's launcher.
-    for exe in sorted([*result.out.glob("*.exe"), *result.out.glob("*.cmd")]):
+    _print_run(result.out)
+
+
+def _print_run(out: Path) -> None:
+    """What to run: a PyInstaller build's exe, an embedded-python bundle's launcher."""
+    for exe in sorted([*out.glob("*.exe"), *out.glob("*.cmd")]):
         print(f"  run: {exe}")
 
 

@@ -17,10 +17,9 @@ changed within 2x a `cp` of its zip). Anything else packs in full, as `--recheck
 What that claim rests on is said with it: stamps, not bytes (`bundler verify` reads
 the bytes).
 
-Why the change time: every write sets it and no user call sets it back (`touch -r`
-restores a modification time, not this), the reason the store's input stamps carry it
-too (sources/archive_source.py). A write in the same clock tick as the stamp taken of
-its file would leave both times as they were, so a record is kept only once every
+The stamps are support/file_stamps.py's (the change time among them: an edit with the
+size and modification time put back still shows). A write in the same clock tick as
+the stamp taken of its file would leave both times as they were, so a record is kept only once every
 stamp is older than the file system's clock after the stamps were taken (the git
 index's "racy" rule); see `_settled`.
 """
@@ -41,6 +40,7 @@ from typing import Any
 from bundler.errors import BundlerError
 from bundler.formats.swap_journal import is_pack_file_of
 from bundler.pack.store.seal import seal, unseal
+from bundler.support.file_stamps import change_stamp
 from bundler.support.json_files import json_bytes, read_json
 from bundler.version import __version__
 
@@ -54,7 +54,9 @@ _VARIABLES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV")
 _SETTLE_TRIES = 20   # x 10 ms: a coarse file-system clock moves on within milliseconds
 _OWN_CODE = Path(__file__).resolve().parents[1]   # the bundler package
 
-Stamp = list[int]   # size, modification time (ns), change time (ns), file id, device
+# file_stamps.Stamp as JSON holds it (a list), so a fresh snapshot compares equal to a
+# record read back
+Stamp = list[int]
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class Fresh:
 def pack_key(spec_path: Path, options: Mapping[str, object],
              environ: Mapping[str, str]) -> str:
     """What besides the recorded files decides a bundle. `options`: the pack options
-    that change what is written (--out, --zip, --copy, --source), as resolved paths."""
+    that change what is written (--out, --zip, --copy, --source), as absolute paths."""
     variables = {name: value for name, value in environ.items()
                  if name.startswith(_VARIABLE_PREFIXES) or name in _VARIABLES}
     named = [os.path.abspath(spec_path), {k: str(v) for k, v in options.items()}, variables,
@@ -245,10 +247,9 @@ def _pack_files_beside(path: Path) -> list[str]:
 
 def _stamp(path: str) -> Stamp | None:
     try:
-        facts = os.lstat(path)
+        return list(change_stamp(os.lstat(path)))
     except OSError:
         return None   # absent: it must still be absent
-    return [facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns, facts.st_ino, facts.st_dev]
 
 
 def _walk(root: str, skip: set[str]) -> dict[str, Stamp]:
@@ -269,7 +270,5 @@ def _walk(root: str, skip: set[str]) -> dict[str, Stamp]:
                         entry.name == "__pycache__" and root == str(_OWN_CODE)):
                     continue   # bundler's own bytecode is written as it runs
                 pending.append((f"{name}/", entry.path))
-            facts = entry.stat(follow_symlinks=False)
-            found[name] = [facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns,
-                           facts.st_ino, facts.st_dev]
+            found[name] = list(change_stamp(entry.stat(follow_symlinks=False)))
     return found

@@ -9,6 +9,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
 from bundler.recipe.model import ARCHIVE, SourceSpec
+from bundler.support.file_stamps import change_stamp
 from bundler.support.hashing import PiggybackDigest, Pipe, sha256_file
 from bundler.support.zip_reader import ZipArchive
 
@@ -112,10 +113,7 @@ class ArchiveSource(Source):
         return (found.crc, found.size) if found else None
 
     def stat_key(self) -> str:
-        # ctime: any write sets it, and no user call can set it back (mtime can be).
-        facts = os.stat(self.location)
-        return (f"{facts.st_size}:{facts.st_mtime_ns}:{facts.st_ctime_ns}:{facts.st_ino}:"
-                f"{facts.st_dev}")
+        return ":".join(map(str, change_stamp(os.stat(self.location))))
 
     def identity_by_hashing(self) -> str:
         return sha256_file(self.location, f"hashing {self.location.name}")
