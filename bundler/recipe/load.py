@@ -8,6 +8,7 @@ elsewhere reads these facts; it never hard-codes a runtime.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -118,7 +119,7 @@ def _recipe(data: dict, raw: bytes, path: Path) -> Recipe:
     target = platform_for(platform, path)   # an unknown one would skip its checks
     description = top.take("description", str, "")
     versions = top.table("versions")
-    cudnn, cuda = versions.take("cudnn", str), versions.take("cuda", str)
+    cudnn, cuda = _dotted(versions, "cudnn", "8.9.4.25"), _dotted(versions, "cuda", "11.8")
     min_driver, min_driver_compat = driver_minimums(versions, cuda, target)
     versions.done()
     signers = {name: signer_trust(name, t) for name, t in top.tables("signers").items()}
@@ -138,6 +139,20 @@ def _recipe(data: dict, raw: bytes, path: Path) -> Recipe:
                     min_driver_compat=min_driver_compat, signers=signers, text=raw)
     check_consistency(recipe)
     return recipe
+
+
+# A release number as NVIDIA writes them: numbers and dots ("8.9.4.25", "12"). Version
+# checks compare them part by part, so anything else must be refused here, by name.
+_DOTTED = re.compile(r"\d+(?:\.\d+)*")
+
+
+def _dotted(versions: Table, key: str, example: str) -> str:
+    value = versions.take(key, str)
+    if not _DOTTED.fullmatch(value):
+        raise RecipeError(f"{versions.path}: [versions] {key} = {value!r} is not a release "
+                          "number (numbers and dots)",
+                          f'write it as NVIDIA does, e.g. {key} = "{example}"')
+    return value
 
 
 def _source(sid: str, table: Table, platform: str) -> SourceSpec:

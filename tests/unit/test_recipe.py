@@ -104,6 +104,21 @@ def test_a_driver_minimum_that_disagrees_with_the_table_is_refused(tmp_path: Pat
         load_recipe_file(_with_versions(tmp_path, "10.1", 'min_driver = "400.00"'))
 
 
+@pytest.mark.parametrize("old, new", [
+    ('cudnn = "8.0.3.33"', 'cudnn = ""'), ('cudnn = "8.0.3.33"', 'cudnn = "8.x"'),
+    ('cudnn = "8.0.3.33"', 'cudnn = "v8.0"'), ('cuda = "10.1"', 'cuda = ""'),
+    ('cuda = "10.1"', 'cuda = "10.1."')])
+def test_a_release_number_that_is_not_numbers_and_dots_is_refused(
+        tmp_path: Path, old: str, new: str) -> None:
+    """A pack once died with an internal error on `cudnn = ""` (found by the fuzz test):
+    the version checks compare release numbers part by part."""
+    path = tmp_path / "recipe.toml"
+    path.write_text(find_recipe(SEED, PROJECT_ROOT).path.read_text().replace(old, new))
+    with pytest.raises(RecipeError, match=r"is not a release number") as refused:
+        load_recipe_file(path)
+    assert str(path) in str(refused.value) and "e.g." in refused.value.hint
+
+
 def test_a_cuda_release_the_table_lacks_needs_its_minimum(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match="has no CUDA 99.1"):
         load_recipe_file(_with_versions(tmp_path, "99.1", ""))
