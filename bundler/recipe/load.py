@@ -141,14 +141,17 @@ def _recipe(data: dict, raw: bytes, path: Path) -> Recipe:
     return recipe
 
 
-# A release number as NVIDIA writes them: numbers and dots ("8.9.4.25", "12"). Version
-# checks compare them part by part, so anything else must be refused here, by name.
+# A release number as NVIDIA writes them: numbers and dots ("8.9.4.25", "12"); cuDNN's
+# development builds on PyPI add .devN ("9.26.0.33.dev63203437", as the catalogue's
+# parse_release_name reads them). Version checks compare them part by part, so anything
+# else must be refused here, by name.
 _DOTTED = re.compile(r"\d+(?:\.\d+)*")
+_DOTTED_DEV = re.compile(r"\d+(?:\.\d+)*(?:\.dev\d+)?")
 
 
 def _dotted(versions: Table, key: str, example: str) -> str:
     value = versions.take(key, str)
-    if not _DOTTED.fullmatch(value):
+    if not (_DOTTED_DEV if key == "cudnn" else _DOTTED).fullmatch(value):
         raise RecipeError(f"{versions.path}: [versions] {key} = {value!r} is not a release "
                           "number (numbers and dots)",
                           f'write it as NVIDIA does, e.g. {key} = "{example}"')

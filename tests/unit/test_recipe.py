@@ -107,7 +107,8 @@ def test_a_driver_minimum_that_disagrees_with_the_table_is_refused(tmp_path: Pat
 @pytest.mark.parametrize("old, new", [
     ('cudnn = "8.0.3.33"', 'cudnn = ""'), ('cudnn = "8.0.3.33"', 'cudnn = "8.x"'),
     ('cudnn = "8.0.3.33"', 'cudnn = "v8.0"'), ('cuda = "10.1"', 'cuda = ""'),
-    ('cuda = "10.1"', 'cuda = "10.1."')])
+    ('cuda = "10.1"', 'cuda = "10.1."'), ('cudnn = "8.0.3.33"', 'cudnn = "8.0.3.33.dev"'),
+    ('cuda = "10.1"', 'cuda = "10.1.dev5"')])
 def test_a_release_number_that_is_not_numbers_and_dots_is_refused(
         tmp_path: Path, old: str, new: str) -> None:
     """A pack once died with an internal error on `cudnn = ""` (found by the fuzz test):
@@ -117,6 +118,15 @@ def test_a_release_number_that_is_not_numbers_and_dots_is_refused(
     with pytest.raises(RecipeError, match=r"is not a release number") as refused:
         load_recipe_file(path)
     assert str(path) in str(refused.value) and "e.g." in refused.value.hint
+
+
+def test_a_cudnn_development_build_number_is_a_release_number(tmp_path: Path) -> None:
+    """NVIDIA publishes development builds on PyPI (9.26.0.33.dev63203437): the catalogue
+    renders recipes for them, so the release-number check must let .devN through."""
+    path = tmp_path / "recipe.toml"
+    path.write_text(find_recipe(SEED, PROJECT_ROOT).path.read_text().replace(
+        'cudnn = "8.0.3.33"', 'cudnn = "8.0.3.33.dev63203437"'))
+    assert load_recipe_file(path).cudnn == "8.0.3.33.dev63203437"
 
 
 def test_a_cuda_release_the_table_lacks_needs_its_minimum(tmp_path: Path) -> None:
