@@ -43,12 +43,13 @@ from bundler.recipe.load import find_recipe  # noqa: E402
 from bundler.support import deflate  # noqa: E402
 
 
-def pack(spec: Path, out: Path, store: Path) -> tuple[float, int]:
-    """Seconds and peak memory (KiB) of `bundler pack` in a child process."""
+def pack(spec: Path, out: Path, store: Path, child: str = _CHILD) -> tuple[float, int]:
+    """Seconds and peak memory (KiB) of `bundler pack` in a child process (`child`: the
+    code it runs, bench/pack_wheels.py's by default)."""
     env = {**os.environ, "BUNDLER_NO_PROGRESS": "1", "PYTHONPATH": str(REPO),
            "BUNDLER_STORE": str(store)}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _CHILD, "pack", str(spec), "--out", str(out)],
+    done = subprocess.run([sys.executable, "-c", child, "pack", str(spec), "--out", str(out)],
                           capture_output=True, text=True, env=env, check=False)
     elapsed = time.perf_counter() - start
     stats = __import__("json").loads(done.stderr.strip().splitlines()[-1])

@@ -640,8 +640,13 @@ MUTANTS = (
            ("tests/unit/test_stage_parallel.py",)),
     Mutant("archive-one-part", "one archive's members are inflated on one lane only",
            "bundler/pack/sources/archive_source.py",
-           "        if workers < PARALLEL_CORES or len(names) < 2 or \\\n",
-           "        if True or workers < PARALLEL_CORES or len(names) < 2 or \\\n",
+           "        if workers < self._parallel_from() or len(names) < 2 or \\\n",
+           "        if True or workers < self._parallel_from() or len(names) < 2 or \\\n",
+           ("tests/unit/test_stage_one_archive.py",)),
+    Mutant("deflate64-parts-from-4-cores", "a Deflate64 archive is cut into parts only from "
+           "4 cores, as a deflate one", "bundler/pack/sources/archive_source.py",
+           "        return (DEFLATE64_PARALLEL_CORES if 2 * deflate64 >",
+           "        return (PARALLEL_CORES if 2 * deflate64 >",
            ("tests/unit/test_stage_one_archive.py",)),
     Mutant("archive-hash-skipped", "on the parallel path the archive's sha256 is not "
            "that of its bytes in order", "bundler/pack/sources/archive_source.py",

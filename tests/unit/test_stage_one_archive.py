@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+import shutil
+import subprocess
 import threading
 import zipfile
 from pathlib import Path
@@ -82,3 +84,39 @@ def test_a_pin_the_archive_misses_is_refused_on_several_lanes(
     path.write_bytes(bytes(raw))
     with pytest.raises(SourceError, match=f"sha256 {pin} differs from the recipe's pin 0+$"):
         _stage(path, members, tmp_path / "pinned", 4, monkeypatch, "0" * 64)
+
+
+def _deflate64_archive(path: Path) -> dict[str, bytes]:
+    """The same members, written by 7-Zip as Deflate64 (NVIDIA's legacy zips)."""
+    members = _archive(path.with_suffix(".deflate.zip"))
+    folder = path.with_suffix(".d")
+    for name, data in members.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    subprocess.run(["7z", "a", "-tzip", "-mm=Deflate64", "-bd", "-bso0", "-bsp0",
+                    str(path), *members], cwd=folder, check=True)
+    return members
+
+
+@pytest.mark.skipif(not shutil.which("7z"), reason="7-Zip writes Deflate64 (tests/setup.sh)")
+def test_on_two_cores_a_deflate64_archive_is_cut_into_parts_and_a_deflate_one_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inflate64 sets the pace of a Deflate64 archive's one pass, so from 2 cores its
+    members inflate on two lanes; a deflate archive's one pass is as fast there."""
+    monkeypatch.setattr(archive_source, "PARALLEL_FROM", 0)
+    kinds = {"deflate": _archive(tmp_path / "deflate.zip"),
+             "Deflate64": _deflate64_archive(tmp_path / "Deflate64.zip")}
+    parts = {}
+    for kind, members in kinds.items():
+        source = ArchiveSource(SourceSpec(id="lib", kind="archive", contents=()),
+                               tmp_path / f"{kind}.zip", "test", takes=set(members))
+        try:
+            parts[kind] = len(source.sweeps(2))
+        finally:
+            source.close()
+    assert parts == {"deflate": 1, "Deflate64": 3}   # two shares and the hashing part
+    path = tmp_path / "Deflate64.zip"
+    one, one_identity = _stage(path, kinds["Deflate64"], tmp_path / "one", 1, monkeypatch)
+    two, two_identity = _stage(path, kinds["Deflate64"], tmp_path / "two", 2, monkeypatch)
+    assert [(s.relpath, s.sha256) for s in one] == [(s.relpath, s.sha256) for s in two]
+    assert one_identity == two_identity == hashlib.sha256(path.read_bytes()).hexdigest()

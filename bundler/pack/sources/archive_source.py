@@ -11,12 +11,19 @@ from bundler.pack.sources.base import Source
 from bundler.recipe.model import ARCHIVE, SourceSpec
 from bundler.support.file_stamps import change_stamp
 from bundler.support.hashing import PiggybackDigest, Pipe, sha256_file
+from bundler.support.zip_decoders import DEFLATE64
 from bundler.support.zip_reader import ZipArchive
 
 # Below this size an archive is read in one pass on one lane (each byte read once): its
 # inflating takes less than the threads and the second, hashing read would cost.
 PARALLEL_FROM = 32 << 20
+# From how many cores an archive is cut into parts. A deflate archive's one pass keeps
+# 1.4-1.7 cores busy already (inflating, hashing and writing on threads of their own),
+# so on 2 cores parts gain nothing. inflate64 is 2.5x slower than ISA-L and its thread
+# sets the pace, so an archive mostly of Deflate64 (NVIDIA's legacy zips) is cut from 2
+# cores on (docs/performance.md, "One archive on several cores").
 PARALLEL_CORES = 4
+DEFLATE64_PARALLEL_CORES = 2
 
 
 class ArchiveSource(Source):
@@ -63,9 +70,7 @@ class ArchiveSource(Source):
         # identity() checks the pin once every part is done, before anything is kept.
         names = sorted(self._archive.members,
                        key=lambda n: self._archive.members[n].header_offset)
-        # On 2 cores the one pass is faster (it already keeps 1.4-1.7 cores busy with its
-        # inflate, hash and write threads; docs/performance.md): parts from 4 cores on.
-        if workers < PARALLEL_CORES or len(names) < 2 or \
+        if workers < self._parallel_from() or len(names) < 2 or \
                 self.location.stat().st_size < PARALLEL_FROM:
             return [self.sweep()]
         shares: list[list[str]] = [[] for _ in range(min(workers, len(names)))]
@@ -78,6 +83,15 @@ class ArchiveSource(Source):
         return [self._hash_in_order(),
                 *(self._sweep_share(sorted(share, key=order.__getitem__))
                   for share in shares)]
+
+    def _parallel_from(self) -> int:
+        """The cores from which this archive is cut into parts: fewer where most of its
+        compressed bytes are Deflate64 (see DEFLATE64_PARALLEL_CORES)."""
+        members = self._archive.members.values()
+        deflate64 = sum(m.compressed_size for m in members if m.method == DEFLATE64)
+        return (DEFLATE64_PARALLEL_CORES if 2 * deflate64 > sum(m.compressed_size
+                                                                for m in members)
+                else PARALLEL_CORES)
 
     def _hash_in_order(self) -> Iterator[tuple[str, Iterator[bytes]]]:
         self._digest.hexdigest()   # reads the whole file front to back (page cache)
