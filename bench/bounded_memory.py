@@ -157,13 +157,17 @@ def pack_case(scratch: Path, method: int, gib: float) -> dict:
     (app / "main.py").write_text("print('hello')\n")
     spec = scratch / "app.spec"
     spec.write_text('[app]\nname = "app"\npath = "app"\nentry = "main.py"\n[runtime]\n'
-                    'recipe = "cudnn-8.0.3.33-cuda10.1-win-x64"\n[sources]\n'
+                    'recipe = "cudnn-8.0.3.33-cuda10.1-win-x64"\n'
+                    # the stand-ins carry no NVIDIA signature: named, as a user must
+                    'allow_unsigned = ["cudnn*.dll"]\n[sources]\n'
                     f'cudnn = "{(scratch / "cudnn.zip").as_posix()}"\n'
                     f'cuda = "{(scratch / "v10.1").as_posix()}"\n')
     result = scratch / "result.json"
-    subprocess.run([sys.executable, "-c", PACK_CHILD, str(REPO), str(spec), str(result)],
-                   check=True, capture_output=True)
+    packed = subprocess.run([sys.executable, "-c", PACK_CHILD, str(REPO), str(spec),
+                             str(result)], check=True, capture_output=True, text=True)
     outcome = json.loads(result.read_text())
+    if outcome["exit"] != 0:
+        sys.exit(f"bundler pack failed (exit {outcome['exit']}):\n{packed.stderr}")
     shutil.rmtree(scratch / "dist")
     (scratch / "app.spec.lock").unlink()
     (scratch / "cudnn.zip").unlink()
