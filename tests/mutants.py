@@ -341,6 +341,10 @@ MUTANTS = (
            "    return facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns, facts.st_ino,",
            "    return facts.st_size, facts.st_mtime_ns, 0, facts.st_ino,",
            UP_TO_DATE_TESTS),
+    Mutant("fresh-windows-creation-time", "up to date on Windows: Python's st_ctime (the "
+           "creation time) stands for the change time, so a careful edit passes",
+           "bundler/support/file_stamps.py", "    _stamp = _windows_stamp\n", "",
+           ("tests/wine/test_file_stamps_wine.py",)),
     Mutant("fresh-record-unsealed", "up to date: a record is believed without its seal",
            UP_TO_DATE, "body = unseal(key, _KIND, pack, read_json(",
            'body = (lambda *given: given[3]["body"])(key, _KIND, pack, read_json(',

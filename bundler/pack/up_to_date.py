@@ -40,7 +40,7 @@ from typing import Any
 from bundler.errors import BundlerError
 from bundler.formats.swap_journal import is_pack_file_of
 from bundler.pack.store.seal import seal, unseal
-from bundler.support.file_stamps import change_stamp
+from bundler.support.file_stamps import stamp
 from bundler.support.json_files import json_bytes, read_json
 from bundler.version import __version__
 
@@ -209,10 +209,12 @@ def _file_system_clock(store_root: Path) -> int | None:
         folder.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(prefix=".clock.", dir=folder)
         try:
-            os.write(handle, b"\0")
-            return os.fstat(handle).st_ctime_ns
+            try:
+                os.write(handle, b"\0")
+            finally:
+                os.close(handle)
+            return stamp(name)[2]   # the change time, as the stamps compared with it
         finally:
-            os.close(handle)
             os.unlink(name)
     except OSError:
         return None
@@ -247,15 +249,16 @@ def _pack_files_beside(path: Path) -> list[str]:
 
 def _stamp(path: str) -> Stamp | None:
     try:
-        return list(change_stamp(os.lstat(path)))
+        return list(stamp(path, follow_links=False))
     except OSError:
         return None   # absent: it must still be absent
 
 
-def _walk(root: str, skip: set[str]) -> dict[str, Stamp]:
+def _walk(root: str, skip: set[str]) -> dict[str, Stamp | None]:
     """Every entry below `root` by its relative path, folders included (an entry added
-    or removed changes the listing); links are stamped, not followed."""
-    found: dict[str, Stamp] = {}
+    or removed changes the listing); links are stamped, not followed. One that goes
+    between the listing and its stamp is None (listed, absent), as in `_stamp`."""
+    found: dict[str, Stamp | None] = {}
     pending = [("", root)]
     while pending:
         relative, folder = pending.pop()
@@ -270,5 +273,6 @@ def _walk(root: str, skip: set[str]) -> dict[str, Stamp]:
                         entry.name == "__pycache__" and root == str(_OWN_CODE)):
                     continue   # bundler's own bytecode is written as it runs
                 pending.append((f"{name}/", entry.path))
-            found[name] = list(change_stamp(entry.stat(follow_symlinks=False)))
+            # the entry's own stamp, not scandir's: on Windows that has no file id
+            found[name] = _stamp(entry.path)
     return found

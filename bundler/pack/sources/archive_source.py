@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
 from bundler.recipe.model import ARCHIVE, SourceSpec
-from bundler.support.file_stamps import change_stamp
+from bundler.support.file_stamps import stamp
 from bundler.support.hashing import PiggybackDigest, Pipe, sha256_file
 from bundler.support.zip_decoders import DEFLATE64
 from bundler.support.zip_reader import ZipArchive
@@ -127,7 +126,7 @@ class ArchiveSource(Source):
         return (found.crc, found.size) if found else None
 
     def stat_key(self) -> str:
-        return ":".join(map(str, change_stamp(os.stat(self.location))))
+        return ":".join(map(str, stamp(self.location)))
 
     def identity_by_hashing(self) -> str:
         return sha256_file(self.location, f"hashing {self.location.name}")

@@ -9,6 +9,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.pack.sources.base import Source
 from bundler.recipe.model import FOLDER, TOOLKIT, SourceSpec
+from bundler.support.file_stamps import stamp
 from bundler.support.hashing import CHUNK, sha256_file
 
 
@@ -42,12 +43,12 @@ class FolderSource(Source):
 
     def fingerprint(self) -> str:
         """The folder and each taken file's size, times and file id: any write to a file
-        changes its ctime, which (unlike mtime) no user call can set back (docs/store.md)."""
+        changes its change time, which (unlike mtime) no user call can set back
+        (support/file_stamps.py, docs/store.md)."""
         lines = [f"folder\0{self.location.resolve()}"]
         for member in sorted(self.takes):
-            facts = (self.location / member).stat()
-            lines.append(f"{member}\0{facts.st_size}\0{facts.st_mtime_ns}\0"
-                         f"{facts.st_ctime_ns}\0{facts.st_ino}\0{facts.st_dev}")
+            size, mtime, ctime, file_id, device = stamp(self.location / member)
+            lines.append(f"{member}\0{size}\0{mtime}\0{ctime}\0{file_id}\0{device}")
         return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
 
     def identity_by_hashing(self) -> str:

@@ -1,0 +1,64 @@
+"""File stamps on Windows, for real under Wine with the official CPython: a write that
+puts the size and modification time back still changes the stamp, so the up-to-date
+check (and the store's input records) see it. Python's own `st_ctime` there is the
+creation time, which the write leaves as it was: the test shows that too, so it proves
+the Windows path and not a POSIX habit (support/file_stamps.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+EDIT = r'''
+import json, os, sys, time
+from pathlib import Path
+from bundler.pack import up_to_date
+from bundler.support.file_stamps import stamp
+
+app, store = Path(sys.argv[1]), Path(sys.argv[2])
+target = app / "lib" / "cudnn64_8.dll"
+before = os.stat(target)
+first, snapshot = stamp(target), up_to_date._snapshot([str(target)], [str(app)], [], store)
+clock = up_to_date._file_system_clock(store)
+time.sleep(0.05)
+target.write_bytes(b"B" * before.st_size)           # same size ...
+os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))   # ... times put back
+after = os.stat(target)
+print(json.dumps({
+    "python_sees": [before.st_size, before.st_mtime_ns, before.st_ctime_ns]
+                   == [after.st_size, after.st_mtime_ns, after.st_ctime_ns],
+    "first": first, "again": stamp(target), "listed": snapshot["folders"][str(app)],
+    "snapshot_same": up_to_date._snapshot([str(target)], [str(app)], [], store) == snapshot,
+    "clock_after_stamp": clock is not None and first[2] <= clock,
+    "link_or_not": stamp(app / "lib", follow_links=False) == stamp(app / "lib"),
+}))
+try:
+    stamp(app / "absent.dll")
+except OSError as exc:
+    print(json.dumps({"absent": type(exc).__name__}))
+'''
+
+
+def test_a_write_with_size_and_times_put_back_changes_the_stamp_on_windows(
+        win_python, tmp_path: Path) -> None:
+    app, store = tmp_path / "app", tmp_path / "store"
+    (app / "lib").mkdir(parents=True)
+    (app / "lib" / "cudnn64_8.dll").write_bytes(b"A" * 4096)
+    (app / "main.py").write_text("print('app')\n")
+    script = tmp_path / "edit.py"
+    script.write_text(EDIT)
+    result = win_python.run([script, app, store], check=True, timeout=120)
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    seen, absent = lines
+    # Python's os.stat on Windows cannot tell: size, mtime and st_ctime (creation) as before
+    assert seen["python_sees"] is True
+    assert seen["first"][0] == 4096 and seen["first"][1:3] != [0, 0]
+    assert seen["first"][:2] == seen["again"][:2]          # size and mtime put back
+    assert seen["first"][2] != seen["again"][2]            # the change time moved
+    assert seen["first"][3] == seen["again"][3] != 0       # the same file, its id known
+    assert seen["snapshot_same"] is False                  # so a re-pack packs in full
+    # a folder's entries carry their file id (scandir's stat on Windows has none)
+    assert all(entry[3] != 0 for entry in seen["listed"].values())
+    assert seen["clock_after_stamp"] is True
+    assert seen["link_or_not"] is True                     # a plain folder: the same either way
+    assert absent == {"absent": "FileNotFoundError"}
