@@ -341,6 +341,10 @@ MUTANTS = (
            "    return facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns, facts.st_ino,",
            "    return facts.st_size, facts.st_mtime_ns, 0, facts.st_ino,",
            UP_TO_DATE_TESTS),
+    Mutant("fresh-unreadable-is-absent", "up to date: a file whose stamp cannot be read "
+           "counts as absent, so a record stays true while it changes",
+           UP_TO_DATE, "    except (FileNotFoundError, NotADirectoryError):\n        return None",
+           "    except OSError:\n        return None", UP_TO_DATE_TESTS),
     Mutant("fresh-windows-creation-time", "up to date on Windows: Python's st_ctime (the "
            "creation time) stands for the change time, so a careful edit passes",
            "bundler/support/file_stamps.py", "    _stamp = _windows_stamp\n", "",

@@ -119,8 +119,11 @@ def remember(store_root: Path, key: bytes, pack: str, made: MadeFrom,
     packs in full."""
     names = sorted({str(path) for path in made.files})
     roots = sorted({str(path) for path in made.folders})
-    snapshot = _settled(names, roots, sorted({str(path) for path in made.beside}),
-                        store_root)
+    try:
+        snapshot = _settled(names, roots, sorted({str(path) for path in made.beside}),
+                            store_root)
+    except OSError:   # a stamp that cannot be read: nothing to compare with next time
+        return False
     if snapshot is None or started is None or \
             _changed_since(snapshot, {str(path) for path in made.outputs}, started):
         return False
@@ -248,16 +251,20 @@ def _pack_files_beside(path: Path) -> list[str]:
 
 
 def _stamp(path: str) -> Stamp | None:
+    """None where nothing is there (it must still be absent); OSError where something
+    is but its stamp cannot be read (no access): such a pack is never recorded, and
+    a record naming it never holds."""
     try:
         return list(stamp(path, follow_links=False))
-    except OSError:
-        return None   # absent: it must still be absent
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def _walk(root: str, skip: set[str]) -> dict[str, Stamp | None]:
     """Every entry below `root` by its relative path, folders included (an entry added
     or removed changes the listing); links are stamped, not followed. One that goes
-    between the listing and its stamp is None (listed, absent), as in `_stamp`."""
+    between the listing and its stamp is None (listed, absent), as in `_stamp`; a folder
+    that cannot be listed has no entries (a folder that then can differs)."""
     found: dict[str, Stamp | None] = {}
     pending = [("", root)]
     while pending:

@@ -201,3 +201,28 @@ def test_prune_removes_the_records_of_packs_whose_lock_is_gone(
     code, _, err = run_cli(capsys, "cache", "prune")
     assert code == 0, err
     assert not list(records.glob("*.json"))
+
+
+def test_a_file_whose_stamp_cannot_be_read_is_never_up_to_date(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Present but unreadable (no access: a stamp is an open on Windows) is not absent:
+    that pack keeps no record, and a record naming it does not hold."""
+    store, key = tmp_path / "store", b"k" * 32
+    folder = tmp_path / "app"
+    folder.mkdir()
+    (folder / "lib.dll").write_bytes(b"one")
+    made = up_to_date.MadeFrom((), (folder,))
+    assert up_to_date.remember(store, key, "p", made, {"out": "x"}, up_to_date.clock(store))
+    assert up_to_date.check(store, key, "p") is not None
+    readable = up_to_date.stamp
+
+    def denied(path: str, *, follow_links: bool = True) -> tuple[int, ...]:
+        if path.endswith("lib.dll"):
+            raise PermissionError(13, "Access is denied", path)
+        return readable(path, follow_links=follow_links)
+
+    monkeypatch.setattr(up_to_date, "stamp", denied)
+    assert up_to_date.check(store, key, "p") is None
+    assert not up_to_date.remember(store, key, "q", made, {"out": "x"},
+                                   up_to_date.clock(store))
+    assert not (store / up_to_date.FOLDER / "q.json").exists()
