@@ -345,9 +345,18 @@ MUTANTS = (
            "counts as absent, so a record stays true while it changes",
            UP_TO_DATE, "    except (FileNotFoundError, NotADirectoryError):\n        return None",
            "    except OSError:\n        return None", UP_TO_DATE_TESTS),
+    Mutant("fresh-unreadable-entry-is-absent", "up to date: a folder entry whose stamp "
+           "cannot be read counts as gone", "bundler/support/file_stamps.py",
+           "        except FileNotFoundError:\n            facts = None",
+           "        except OSError:\n            facts = None", UP_TO_DATE_TESTS),
+    Mutant("fresh-windows-listing-by-creation", "up to date on Windows: a folder's entries "
+           "carry the creation time for the change time", "bundler/support/file_stamps.py",
+           "info.change or info.creation", "info.creation",
+           ("tests/wine/test_file_stamps_wine.py",)),
     Mutant("fresh-windows-creation-time", "up to date on Windows: Python's st_ctime (the "
            "creation time) stands for the change time, so a careful edit passes",
-           "bundler/support/file_stamps.py", "    _stamp = _windows_stamp\n", "",
+           "bundler/support/file_stamps.py",
+           "    _stamp, _listing = _windows_stamp, _windows_listing\n", "",
            ("tests/wine/test_file_stamps_wine.py",)),
     Mutant("fresh-record-unsealed", "up to date: a record is believed without its seal",
            UP_TO_DATE, "body = unseal(key, _KIND, pack, read_json(",

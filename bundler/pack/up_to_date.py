@@ -40,7 +40,7 @@ from typing import Any
 from bundler.errors import BundlerError
 from bundler.formats.swap_journal import is_pack_file_of
 from bundler.pack.store.seal import seal, unseal
-from bundler.support.file_stamps import stamp
+from bundler.support.file_stamps import listing, stamp
 from bundler.support.json_files import json_bytes, read_json
 from bundler.version import __version__
 
@@ -263,23 +263,24 @@ def _stamp(path: str) -> Stamp | None:
 def _walk(root: str, skip: set[str]) -> dict[str, Stamp | None]:
     """Every entry below `root` by its relative path, folders included (an entry added
     or removed changes the listing); links are stamped, not followed. One that goes
-    between the listing and its stamp is None (listed, absent), as in `_stamp`; a folder
-    that cannot be listed has no entries (a folder that then can differs)."""
+    between the listing and its stamp is None (listed, absent); a folder that goes has no
+    entries. A folder that is there but cannot be listed, or an entry that cannot be
+    stamped, raises OSError (see `_stamp`)."""
     found: dict[str, Stamp | None] = {}
     pending = [("", root)]
     while pending:
         relative, folder = pending.pop()
         try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue   # gone or unreadable: its entries are missing from the listing
+            entries = listing(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue   # gone: its entries are missing from the listing
         for entry in entries:
             name = f"{relative}{entry.name}"
-            if entry.is_dir(follow_symlinks=False):
-                if os.path.normcase(entry.path) in skip or (
+            path = os.path.join(folder, entry.name)
+            if entry.is_folder:
+                if os.path.normcase(path) in skip or (
                         entry.name == "__pycache__" and root == str(_OWN_CODE)):
                     continue   # bundler's own bytecode is written as it runs
-                pending.append((f"{name}/", entry.path))
-            # the entry's own stamp, not scandir's: on Windows that has no file id
-            found[name] = _stamp(entry.path)
+                pending.append((f"{name}/", path))
+            found[name] = list(entry.stamp) if entry.stamp else None
     return found

@@ -16,6 +16,7 @@ import pytest
 from bundler.commands import cmd_pack
 from bundler.formats.swap_journal import zip_note_path
 from bundler.pack import up_to_date
+from bundler.support import file_stamps
 from tests.harness.packing import Workspace, run_cli
 
 
@@ -206,23 +207,30 @@ def test_prune_removes_the_records_of_packs_whose_lock_is_gone(
 def test_a_file_whose_stamp_cannot_be_read_is_never_up_to_date(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Present but unreadable (no access: a stamp is an open on Windows) is not absent:
-    that pack keeps no record, and a record naming it does not hold."""
+    that pack keeps no record, and a record naming it does not hold. Both as a file the
+    record names and as an entry of a recorded folder."""
     store, key = tmp_path / "store", b"k" * 32
     folder = tmp_path / "app"
     folder.mkdir()
     (folder / "lib.dll").write_bytes(b"one")
-    made = up_to_date.MadeFrom((), (folder,))
-    assert up_to_date.remember(store, key, "p", made, {"out": "x"}, up_to_date.clock(store))
-    assert up_to_date.check(store, key, "p") is not None
-    readable = up_to_date.stamp
-
-    def denied(path: str, *, follow_links: bool = True) -> tuple[int, ...]:
-        if path.endswith("lib.dll"):
-            raise PermissionError(13, "Access is denied", path)
-        return readable(path, follow_links=follow_links)
-
-    monkeypatch.setattr(up_to_date, "stamp", denied)
-    assert up_to_date.check(store, key, "p") is None
-    assert not up_to_date.remember(store, key, "q", made, {"out": "x"},
+    (tmp_path / "app.spec").write_text("[app]\n")
+    for made in (up_to_date.MadeFrom((), (folder,)),
+                 up_to_date.MadeFrom((tmp_path / "app.spec",), ())):
+        monkeypatch.undo()
+        assert up_to_date.remember(store, key, "p", made, {"out": "x"},
                                    up_to_date.clock(store))
-    assert not (store / up_to_date.FOLDER / "q.json").exists()
+        assert up_to_date.check(store, key, "p") is not None
+
+        def denied(path: str, follow_links: bool,
+                   readable: Callable[[str, bool], object] = file_stamps._posix_stamp
+                   ) -> object:
+            if path.endswith(("lib.dll", "app.spec")):
+                raise PermissionError(13, "Permission denied", path)
+            return readable(path, follow_links)
+
+        monkeypatch.setattr(file_stamps, "_posix_stamp", denied)
+        monkeypatch.setattr(file_stamps, "_stamp", denied)
+        assert up_to_date.check(store, key, "p") is None
+        assert not up_to_date.remember(store, key, "q", made, {"out": "x"},
+                                       up_to_date.clock(store))
+        assert not (store / up_to_date.FOLDER / "q.json").exists()

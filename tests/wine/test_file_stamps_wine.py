@@ -13,12 +13,13 @@ EDIT = r'''
 import json, os, sys, time
 from pathlib import Path
 from bundler.pack import up_to_date
-from bundler.support.file_stamps import stamp
+from bundler.support.file_stamps import listing, stamp
 
 app, store = Path(sys.argv[1]), Path(sys.argv[2])
 target = app / "lib" / "cudnn64_8.dll"
 before = os.stat(target)
 first, snapshot = stamp(target), up_to_date._snapshot([str(target)], [str(app)], [], store)
+folder_only = up_to_date._snapshot([], [str(app)], [], store)
 clock = up_to_date._file_system_clock(store)
 time.sleep(0.05)
 target.write_bytes(b"B" * before.st_size)           # same size ...
@@ -29,6 +30,9 @@ print(json.dumps({
                    == [after.st_size, after.st_mtime_ns, after.st_ctime_ns],
     "first": first, "again": stamp(target), "listed": snapshot["folders"][str(app)],
     "snapshot_same": up_to_date._snapshot([str(target)], [str(app)], [], store) == snapshot,
+    "folder_same": up_to_date._snapshot([], [str(app)], [], store) == folder_only,
+    "listed_is_stamp": {entry.name: list(entry.stamp) for entry in listing(app / "lib")}
+                       == {"cudnn64_8.dll": list(stamp(target, follow_links=False))},
     "clock_after_stamp": clock is not None and first[2] <= clock,
     "link_or_not": stamp(app / "lib", follow_links=False) == stamp(app / "lib"),
 }))
@@ -57,6 +61,8 @@ def test_a_write_with_size_and_times_put_back_changes_the_stamp_on_windows(
     assert seen["first"][2] != seen["again"][2]            # the change time moved
     assert seen["first"][3] == seen["again"][3] != 0       # the same file, its id known
     assert seen["snapshot_same"] is False                  # so a re-pack packs in full
+    assert seen["folder_same"] is False                    # the folder's listing sees it too
+    assert seen["listed_is_stamp"] is True                 # one query per folder, same stamp
     # a folder's entries carry their file id (scandir's stat on Windows has none)
     assert all(entry[3] != 0 for entry in seen["listed"].values())
     assert seen["clock_after_stamp"] is True
