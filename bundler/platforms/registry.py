@@ -105,8 +105,10 @@ def linux() -> Platform:
 
 def this_machine() -> Platform | None:
     """The platform of the machine bundler runs on, or None where bundler packs for no
-    platform of this OS (macOS). The one place outside the OS packages that asks the
-    running OS: doctor examines this machine through what this returns."""
+    platform of this OS (macOS). The one place that maps the running OS to a Platform:
+    doctor examines this machine through what this returns. What the host does that is
+    no target platform's (the pack lock, file stamps) asks for itself, in
+    support/exclusive.py and support/file_stamps.py."""
     if os.name == "nt":
         return WINDOWS
     if sys.platform.startswith("linux"):
