@@ -7,7 +7,13 @@ the Windows path and not a POSIX habit (support/file_stamps.py)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
+
+from tests.harness.winenv.paths import PROJECT_ROOT
+
+QUICKSTART = PROJECT_ROOT / "examples" / "quickstart"
 
 EDIT = r'''
 import json, os, sys, time
@@ -68,3 +74,32 @@ def test_a_write_with_size_and_times_put_back_changes_the_stamp_on_windows(
     assert seen["clock_after_stamp"] is True
     assert seen["link_or_not"] is True                     # a plain folder: the same either way
     assert absent == {"absent": "FileNotFoundError"}
+
+
+def test_a_windows_repack_sees_a_careful_edit_of_the_app(win_python, tmp_path: Path) -> None:
+    """The user's case, end to end on Windows: `bundler pack` of the quickstart under the
+    official CPython, again (up to date), then an app file rewritten with its size and
+    modification time put back: the next pack packs in full and ships the new bytes."""
+    project = tmp_path / "quickstart"
+    shutil.copytree(QUICKSTART, project)
+    main = project / "app" / "main.py"
+
+    def pack() -> str:
+        result = win_python.run(["-m", "bundler", "pack", "app.spec"], cwd=project,
+                                timeout=600)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    assert pack().startswith("packed ")
+    assert pack().startswith("up to date: ")
+    before = main.stat()
+    edited = main.read_bytes().replace(b"Quickstart app", b"quickstart app", 1)
+    assert len(edited) == before.st_size
+    main.write_bytes(edited)
+    os.utime(main, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (main.stat().st_size, main.stat().st_mtime_ns) == (before.st_size,
+                                                              before.st_mtime_ns)
+    assert pack().startswith("packed ")
+    # the bundled entry is the edited one (with the bootstrap lines pack puts in it)
+    assert (project / "dist" / "quickstart" / "main.py").read_bytes().startswith(
+        b'"""quickstart app')
