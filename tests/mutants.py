@@ -329,6 +329,10 @@ MUTANTS = (
     Mutant("zip-unchanged-publish-unchecked", "--zip: a zip changed after its check is left",
            ZIP, "            if _stamp(self.final) != self.checked:\n",
            "            if False:\n", ZIP_UNCHANGED_TESTS),
+    Mutant("zip-unchanged-change-time-ignored", "--zip: a careful write (size and mtime "
+           "put back) to a zip during its check goes unseen", ZIP,
+           "        return stamp(path)\n", "        return stamp(path)[:2]\n",
+           ZIP_UNCHANGED_TESTS),
     Mutant("fresh-listing-unchecked", "up to date: an entry added to a recorded folder "
            "goes unseen", UP_TO_DATE,
            'if now != {"files": files, "folders": folders, "beside": beside}:',

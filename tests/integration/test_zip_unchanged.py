@@ -17,6 +17,7 @@ import pytest
 from bundler.errors import RefusedError
 from bundler.pack.store.store import file_stamp
 from bundler.pack.zip import output as zip_output
+from bundler.support.file_stamps import stamp
 from tests.harness.packing import Workspace, run_cli
 
 
@@ -100,11 +101,13 @@ def test_a_zip_changed_after_its_check_is_not_called_the_bundles(
         workspace: Workspace, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     zipped = tmp_path / "app.zip"
     zip_pack(capsys, workspace, zipped)
-    checked = file_stamp(zipped.stat())
+    checked = stamp(zipped)
     pending = zip_output.PendingZip(None, zipped, tmp_path / ".note", None, checked)
     pending.publish()   # still the file that was compared
-    with open(zipped, "ab") as handle:
+    before = zipped.stat()
+    with open(zipped, "r+b") as handle:   # a careful write: size and times put back
         handle.write(b"\0")
-    os.utime(zipped, ns=(1, 1))
+    os.utime(zipped, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert file_stamp(zipped.stat()) == file_stamp(before)
     with pytest.raises(RefusedError, match="changed while this pack compared it"):
         pending.publish()

@@ -31,12 +31,13 @@ from bundler.errors import RefusedError
 from bundler.formats.manifest import MANIFEST_NAME
 from bundler.formats.swap_journal import zip_note_path
 from bundler.pack.store.seal import store_key
-from bundler.pack.store.store import FileStamp, Store, StoreError, file_stamp
+from bundler.pack.store.store import Store, StoreError
 from bundler.pack.store.upkeep import size_cap
 from bundler.pack.store.zip_streams import StreamCache
 from bundler.pack.zip.unchanged import same_zip
 from bundler.pack.zip.writer import Member, ZipCounts, ZipWriter, default_workers, settings
 from bundler.support.bundle_files import describe_link, is_link
+from bundler.support.file_stamps import Stamp, stamp
 from bundler.support.paths import is_unicode, shown_name
 from bundler.support.progress import byte_progress
 
@@ -55,7 +56,7 @@ class PendingZip:
     final: Path
     note: Path   # beside the bundle: names the zip while it is not published
     counts: ZipCounts | None = None   # members, reused streams, compressed now
-    checked: FileStamp | None = None   # the unchanged zip's, when it was compared
+    checked: Stamp | None = None   # the unchanged zip's, when it was compared
 
     def publish(self) -> None:
         if self.temporary is None:   # left as it was: unless it changed since the check
@@ -243,9 +244,11 @@ def _unchanged(path: Path, note: Path, members: list[Member], total: int,
     return PendingZip(None, path, note, counts, before)
 
 
-def _stamp(path: Path) -> FileStamp | None:
+def _stamp(path: Path) -> Stamp | None:
+    """The change time among the rest: a write during the compare that puts the size and
+    mtime back still shows (support/file_stamps.py)."""
     try:
-        return file_stamp(os.stat(path))
+        return stamp(path)
     except OSError:
         return None
 
