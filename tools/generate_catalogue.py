@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bundler.platforms.registry import platform_for
 from bundler.releases.catalogue import version_key
 from bundler.support.toml_tables import tomllib
 from bundler.support.toml_write import dumps
+from bundler.targets.registry import platform_for
 
 
 @dataclass(frozen=True)

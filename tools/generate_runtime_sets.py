@@ -6,7 +6,7 @@ CUDA release and hold on both platforms; only the wheels (file name, sha256, pla
 tag) and the files in them differ. For each wheel source of `cuda<M>-win-x64.toml` this
 asks PyPI's JSON API for the release's manylinux x86_64 wheel, reads its member names
 from the zip's end (tools/generate_catalogue.py's Range reads, no whole download), and
-finds each DLL's Linux twin by its stem (bundler/platforms/registry.py: cufft64_12.dll ->
+finds each DLL's Linux twin by its stem (bundler/targets/registry.py: cufft64_12.dll ->
 libcufft.so.<n>).
 Windows-only facts (FileVersion, signers) are left out; a component's description keeps
 its first clause (the rest speaks of Windows imports).
@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bundler.platforms.registry import Platform, platform_for
 from bundler.support.toml_tables import tomllib
 from bundler.support.toml_write import dumps
+from bundler.targets.registry import Platform, platform_for
 from tools.generate_catalogue import Family as WheelFamily
 from tools.generate_catalogue import (
     GenerateError,

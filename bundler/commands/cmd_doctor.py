@@ -11,7 +11,7 @@ from bundler.commands.options import add_appdir, add_json, add_lock, found_bundl
 from bundler.commands.output import print_report, report_data, with_libraries
 from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bundle, render_machine
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS
-from bundler.platforms.registry import this_machine
+from bundler.targets.registry import this_machine
 
 
 def add_parser(commands: argparse._SubParsersAction,

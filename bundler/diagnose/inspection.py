@@ -6,7 +6,7 @@ dependencies — static and delay-load imports read from the file, plus the DLLs
 shipped recipes say it loads by name at run time (`loads`), which no import table
 shows. Each dependency is marked:
 
-bundled, system, driver or missing, as bundler.platforms.library_imports decides (the same
+bundled, system, driver or missing, as bundler.recipe.library_imports decides (the same
 answer the packer and doctor get).
 
 An archive or wheel also lists its members and which shipped recipe source it is.
@@ -21,19 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import BundlerError, CheckError
-from bundler.platforms.library_imports import is_runtime_library, resolve_import
-from bundler.platforms.registry import (
+from bundler.recipe.library_imports import is_runtime_library, resolve_import
+from bundler.recipe.load import SOURCE_KINDS, Recipe, required_trust, shipped_recipes
+from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
+from bundler.support.text_tables import format_table, human_size
+from bundler.support.wheel_names import normalize, wheel_name
+from bundler.support.zip_reader import Member, Tap, ZipArchive
+from bundler.targets.registry import (
     Platform,
     SignatureCheck,
     all_platforms,
     platform_for_wheel_tag,
     platform_of_file,
 )
-from bundler.recipe.load import SOURCE_KINDS, Recipe, required_trust, shipped_recipes
-from bundler.support.hashing import PiggybackDigest, sha256_file, write_hashed
-from bundler.support.text_tables import format_table, human_size
-from bundler.support.wheel_names import normalize, wheel_name
-from bundler.support.zip_reader import Member, Tap, ZipArchive
 
 
 @dataclass(frozen=True)

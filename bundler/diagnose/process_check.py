@@ -27,8 +27,8 @@ from pathlib import Path
 
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
 from bundler.formats.manifest import FoundManifest
-from bundler.platforms.registry import Platform, platform_for, this_machine
 from bundler.runtime.rules import IMPORT_ONLY, PROCESS_REPORT
+from bundler.targets.registry import Platform, platform_for, this_machine
 
 __all__ = ["MappedModule", "ProcessCheck", "check_process", "print_check"]
 

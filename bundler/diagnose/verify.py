@@ -21,7 +21,6 @@ from bundler.formats.manifest import (
     FoundManifest,
     find_manifest,
 )
-from bundler.platforms.registry import Trust, platform_of_file
 from bundler.support.bundle_files import (
     MISSING,
     RESIZED,
@@ -33,6 +32,7 @@ from bundler.support.bundle_files import (
 from bundler.support.hashing import sha256_file
 from bundler.support.paths import is_inside_relative
 from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular
+from bundler.targets.registry import Trust, platform_of_file
 
 _MAX_ENTRY_BYTES = 64 << 20  # an entry script; only read to find the bootstrap lines
 _LIBRARY = re.compile(r"\.(dll|so)(\.[0-9.]+)?$", re.IGNORECASE)   # cudnn64_8.dll, libcudnn.so.9

@@ -28,7 +28,7 @@ from functools import cached_property
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
-from bundler.platforms.registry import Platform, this_machine
+from bundler.targets.registry import Platform, this_machine
 
 _METADATA = ".dist-info"
 _NVIDIA = "nvidia-"

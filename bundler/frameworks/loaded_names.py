@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from bundler.platforms.library_imports import is_runtime_library
-from bundler.platforms.registry import Platform, platform_for
+from bundler.recipe.library_imports import is_runtime_library
 from bundler.recipe.load import families_dir, shipped_recipes
 from bundler.releases.families import families, runtime_sets, translated
+from bundler.targets.registry import Platform, platform_for
 
 _PIECE = 8 << 20
 _LONGEST = 256          # bytes: the longest name (UTF-16 doubles it) kept across pieces

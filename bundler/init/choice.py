@@ -19,10 +19,10 @@ from pathlib import Path
 from bundler.frameworks.facts import FrameworkFacts, fits
 from bundler.init.inputs import ReleaseInput
 from bundler.pack.app_scan import AppScan, Need
-from bundler.platforms.registry import Platform
 from bundler.recipe.load import Recipe, families_dir, find_recipe
 from bundler.releases.catalogue import Release, catalogue_releases, version_key
 from bundler.releases.families import families
+from bundler.targets.registry import Platform
 
 # The recipe of an app that shows no CUDA/cuDNN DLL: the seed, the one the offline
 # quickstart packs (a zip of NVIDIA's the user gives, plus an installed CUDA 10.1).

@@ -27,8 +27,8 @@ from bundler.init.requirements import (
 from bundler.init.writer import Build, EntryGuess, app_name, guess_entry, render
 from bundler.pack.app_scan import scan_app
 from bundler.pack.spec import load_spec
-from bundler.platforms.registry import platform_for
 from bundler.support.toml_tables import tomllib
+from bundler.targets.registry import platform_for
 
 SPEC_NAME = "app.spec"
 BUILDERS = ("folder", "embedded-python")

@@ -19,7 +19,7 @@ from bundler.frameworks.environment import Environment
 from bundler.frameworks.facts import refuse_unfit
 from bundler.pack.app_scan import AppScan, Need
 from bundler.pack.one_copy import refuse_second_copies
-from bundler.platforms.library_imports import MISSING, resolve_import
+from bundler.recipe.library_imports import MISSING, resolve_import
 from bundler.recipe.load import Component, Recipe, families_dir, shipped_recipes
 from bundler.releases.render import release_shipping
 from bundler.support.suggest import listing

@@ -34,14 +34,14 @@ from bundler.frameworks.facts import (
 )
 from bundler.frameworks.loaded_names import loaded_by_name
 from bundler.pack.builders.folder import outputs_in
-from bundler.platforms.library_imports import is_runtime_library
-from bundler.platforms.registry import (
+from bundler.recipe.library_imports import is_runtime_library
+from bundler.releases.catalogue import parse_release_name
+from bundler.targets.registry import (
     DriverTable,
     FrameworkEntry,
     Platform,
     platform_for_release,
 )
-from bundler.releases.catalogue import parse_release_name
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
 

@@ -24,9 +24,9 @@ from bundler.formats.manifest import (
     Versions,
 )
 from bundler.pack.resolve import ResolvedRuntime
-from bundler.platforms.registry import Platform
 from bundler.recipe.load import Recipe
 from bundler.support.hashing import sha256_file
+from bundler.targets.registry import Platform
 
 __all__ = ["BOOTSTRAP_NAME", "INJECT_MARKER", "build_manifest", "built_files",
            "inject_entry", "write_bootstrap"]

@@ -31,9 +31,9 @@ from bundler.formats.swap_journal import (
     roll_forward,
     staging_prefix,
 )
-from bundler.platforms.registry import Platform
 from bundler.support.exclusive import exclusive, lock_file
 from bundler.support.paths import WINDOWS_NAME_HINT, remove_tree, shown_name
+from bundler.targets.registry import Platform
 
 
 def output_folder(given: Path) -> Path:

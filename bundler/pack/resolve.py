@@ -16,9 +16,9 @@ from pathlib import Path
 from bundler.errors import CheckError
 from bundler.formats.manifest import FileEntry
 from bundler.pack.stage import StagedFile
-from bundler.platforms.library_imports import MISSING, resolve_import
-from bundler.platforms.registry import LibraryFacts, Platform
+from bundler.recipe.library_imports import MISSING, resolve_import
 from bundler.recipe.load import Component, Recipe
+from bundler.targets.registry import LibraryFacts, Platform
 
 
 @dataclass(frozen=True)

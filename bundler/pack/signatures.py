@@ -25,7 +25,9 @@ from bundler.errors import CheckError
 from bundler.formats.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack.resolve import ResolvedRuntime
 from bundler.pack.stage import StagedFile
-from bundler.platforms.registry import (
+from bundler.recipe.load import Recipe, RuntimeFile
+from bundler.releases.catalogue import ArchiveRelease, find_release
+from bundler.targets.registry import (
     CHANGED,
     OK,
     UNSIGNED,
@@ -34,8 +36,6 @@ from bundler.platforms.registry import (
     SignatureDigest,
     Trust,
 )
-from bundler.recipe.load import Recipe, RuntimeFile
-from bundler.releases.catalogue import ArchiveRelease, find_release
 
 
 class Verdicts(Protocol):

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from bundler.errors import SourceError
 from bundler.pack.sources import Source
-from bundler.platforms.registry import SignatureDigest
 from bundler.recipe.load import RuntimeFile
 from bundler.support.hashing import write_hashed
 from bundler.support.progress import byte_progress
+from bundler.targets.registry import SignatureDigest
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ per OS (bundler/windows/windows_platform.py, bundler/linux/linux_platform.py), e
 implementing every member, so a caller never asks "is this Linux" by testing for a
 missing member. This module imports nothing of bundler (the architecture test keeps it
 so): the OS packages import it and their own modules, and the registry
-(platforms/registry.py) imports the OS packages, so there is no cycle.
+(targets/registry.py) imports the OS packages, so there is no cycle.
 """
 
 from __future__ import annotations

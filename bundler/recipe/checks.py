@@ -7,8 +7,8 @@ import re
 from typing import TYPE_CHECKING
 
 from bundler.errors import RecipeError
-from bundler.platforms.registry import Platform, Trust
 from bundler.support.toml_tables import Table
+from bundler.targets.registry import Platform, Trust
 
 if TYPE_CHECKING:
     from bundler.recipe.model import Recipe

@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError, SourceError
-from bundler.platforms.registry import platform_for
 from bundler.recipe.checks import check_consistency, driver_minimums, signer_trust
 from bundler.recipe.folders import families_dir, shipped_recipe_dir
 from bundler.recipe.model import (
@@ -42,6 +41,7 @@ from bundler.releases.runtime_inputs import overrides as runtime_overrides
 from bundler.support.paths import is_bare_file_name
 from bundler.support.suggest import did_you_mean
 from bundler.support.toml_tables import Table, load_toml_bytes, parse_toml_text
+from bundler.targets.registry import platform_for
 
 # The model's records, where the rest of bundler has always found them.
 __all__ = ["LICENCE_COMPONENT", "SOURCE_KINDS", "Component", "Recipe", "RuntimeFile",

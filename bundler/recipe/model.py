@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.platforms.registry import Platform, Trust, platform_for
+from bundler.targets.registry import Platform, Trust, platform_for
 
 LICENCE_COMPONENT = "licence"
 

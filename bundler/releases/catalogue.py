@@ -7,7 +7,7 @@ holds) and NVIDIA's Windows archives by name (`archives.toml`, hand-curated, is 
 in). A release is named like a recipe: `cudnn-<version>-cuda<cuda>-<platform>`, where
 <cuda> is the CUDA major from CUDA 11 on (one build serves the whole major) and
 major.minor before (one build per minor), and <platform> the platform's release suffix
-(`win-x64`, `linux-x64`: bundler/platforms/registry.py tells it from a wheel's platform tag).
+(`win-x64`, `linux-x64`: bundler/targets/registry.py tells it from a wheel's platform tag).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from functools import cache
 from pathlib import Path
 
 from bundler.errors import RecipeError
-from bundler.platforms.registry import known_platforms, platform_for, platform_for_wheel_tag
 from bundler.support.toml_tables import Table, load_toml
+from bundler.targets.registry import known_platforms, platform_for, platform_for_wheel_tag
 
 CATALOGUE = Path(__file__).with_name("catalogue.toml")
 CATALOGUE_FORMAT = 1

@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bundler.errors import SourceError
-from bundler.platforms.registry import platform_for_release
 from bundler.support.zip_reader import ZipArchive
+from bundler.targets.registry import platform_for_release
 
 # Licence files NVIDIA's archives and installer carry, in the order looked for.
 LICENCE_NAMES = ("LICENSE", "LICENSE.txt", "NVIDIA_SLA_cuDNN_Support.txt")

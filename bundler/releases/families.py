@@ -10,7 +10,7 @@ Both are read strictly: an unknown key is refused.
 
 One family serves every platform: the Linux family of a cuDNN major is the Windows one
 (its components, requires and load graph: what NVIDIA's builds share) with each file
-named as the platform names it (bundler/platforms/registry.py: cudnn_graph64_9.dll ->
+named as the platform names it (bundler/targets/registry.py: cudnn_graph64_9.dll ->
 libcudnn_graph.so.9) and the Windows-only facts (signatures, version resources, the
 cudnnGetVersion constant read from PE code) left out. Runtime sets differ by platform
 (other wheels, other files): one file per CUDA and platform, cuda<M>-<platform>.toml.
@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import RecipeError
-from bundler.platforms.registry import Platform, platform_for, platform_for_release
 from bundler.releases.catalogue import version_key
 from bundler.support.toml_tables import Table, load_toml
+from bundler.targets.registry import Platform, platform_for, platform_for_release
 
 REFERENCE = "docs/recipe-format.md"
 VERSION_RESOURCES = ("cudnn", "cuda", "none")

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import RecipeError
-from bundler.platforms.registry import platform_for
 from bundler.releases.catalogue import (
     Release,
     catalogue_releases,
@@ -33,6 +32,7 @@ from bundler.releases.channels import Channel, detect, pick_cuda
 from bundler.releases.families import SHARED_FAMILIES, Family, families, runtime_sets
 from bundler.releases.runtime_inputs import RuntimeTables, runtime_tables
 from bundler.support.toml_write import dumps
+from bundler.targets.registry import platform_for
 
 CUDNN_SOURCE = "cudnn"
 CUDNN_LICENCE = "NVIDIA_cuDNN_LICENSE.txt"

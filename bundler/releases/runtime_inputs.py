@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from bundler.errors import SourceError
-from bundler.platforms.registry import Platform, platform_for, platform_for_wheel_tag
 from bundler.releases.families import RuntimeSet
 from bundler.support.json_files import read_json
 from bundler.support.regular_files import open_regular
 from bundler.support.wheel_names import normalize
 from bundler.support.zip_reader import ZipArchive
+from bundler.targets.registry import Platform, platform_for, platform_for_wheel_tag
 
 TOOLKIT_SOURCE = "cuda"
 TOOLKIT_BIN_FOLDERS = ("bin", "bin/x64")

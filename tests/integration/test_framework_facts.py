@@ -23,8 +23,8 @@ from bundler.frameworks.facts import FrameworkFacts, fits, fitting_releases
 from bundler.frameworks.loaded_names import loaded_by_name
 from bundler.pack.app_needs import select_for_app
 from bundler.pack.app_scan import scan_app
-from bundler.platforms.registry import platform_for_release, windows
 from bundler.recipe.load import find_recipe
+from bundler.targets.registry import platform_for_release, windows
 from tests.harness.packing import run_cli
 from tests.harness.wheelkit import make_wheel
 from tests.integration.test_app_scan import standin_setup

@@ -25,7 +25,7 @@ from bundler.errors import SpecError
 from bundler.pack.one_copy import LeftOutWheel
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
-from bundler.platforms.registry import windows
+from bundler.targets.registry import windows
 from tests.harness.packing import make_workspace, run_cli
 from tests.harness.wheelkit import make_wheel
 from tests.integration.test_embedded_python import bundler_cache, embedded_workspace

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.platforms.registry import windows
+from bundler.targets.registry import windows
 from tests.harness.packing import SEED, run_cli
 from tests.harness.winenv import require_toolchain
 from tests.harness.winenv.shaped import Shape, build_shaped, marker

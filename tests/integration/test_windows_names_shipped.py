@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.platforms.registry import platform_for
+from bundler.targets.registry import platform_for
 from tests.harness.packing import run_cli
 from tests.harness.wheelkit import make_wheel
 from tests.integration.test_embedded_python import bundler_cache, embedded_workspace

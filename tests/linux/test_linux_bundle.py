@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from bundler.platforms.registry import platform_for
 from bundler.recipe.load import SourceSpec, find_recipe
+from bundler.targets.registry import platform_for
 from tests.harness.packing import run_cli
 from tests.harness.winenv.paths import PROJECT_ROOT
 from tests.harness.winenv.pins import linux_pins

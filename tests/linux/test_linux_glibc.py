@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from bundler.diagnose.doctor import examine_bundle
-from bundler.platforms.registry import platform_for
 from bundler.recipe.load import load_recipe_file
 from bundler.runtime.rules import glibc_problem
+from bundler.targets.registry import platform_for
 from tests.harness.packing import PROJECT_ROOT, run_cli
 from tests.harness.winenv.wheels import fetched_once, wheel_cache
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import RecipeError
-from bundler.platforms.registry import platform_for
 from bundler.recipe.load import Recipe, families_dir, find_recipe, load_recipe_file
 from bundler.releases import catalogue as catalogue_module
 from bundler.releases.catalogue import CATALOGUE, find_release
 from bundler.releases.families import families, runtime_sets
+from bundler.targets.registry import platform_for
 from tests.harness.packing import PROJECT_ROOT, run_cli
 from tests.harness.winenv.wheels import fetched_once
 from tools.generate_catalogue import FAMILIES, Wheel, wheel_table

@@ -107,14 +107,14 @@ def test_the_import_rules_name_real_places() -> None:
     assert gone == []
 
 
-# The OS packages, and the seam that chooses one (bundler/platforms/registry.py).
+# The OS packages, and the seam that chooses one (bundler/targets/registry.py).
 PLATFORM_PACKAGES = ("windows", "linux")
-SEAM = "platforms/registry.py"
+SEAM = "targets/registry.py"
 
 
 def test_only_the_seam_knows_the_platform_packages() -> None:
     """Platform knowledge (PE files, DLL names, Authenticode, the Windows driver table)
-    lives in bundler/windows/; everything else asks bundler.platforms.registry."""
+    lives in bundler/windows/; everything else asks bundler.targets.registry."""
     leaking = sorted(f"{p.relative_to(ROOT)} imports {module}" for p in MODULES
                      for module in _imports(p)
                      if _product(p) not in PLATFORM_PACKAGES and _where(p) != SEAM
@@ -177,7 +177,7 @@ def test_the_bootstrap_uses_the_standard_library_only() -> None:
     """The one file pack ships for each platform (the shared part and that platform's
     loader, joined by emit.py), with no import of bundler left in it."""
     from bundler.pack.emit import bootstrap_text
-    from bundler.platforms.registry import all_platforms
+    from bundler.targets.registry import all_platforms
 
     for platform in all_platforms():
         tree = ast.parse(bootstrap_text("cudnn", platform))
@@ -237,8 +237,8 @@ def _keys_asked(load: object) -> set[str]:
 
 def test_every_spec_and_recipe_key_is_documented() -> None:
     from bundler.pack.spec import load_spec
-    from bundler.platforms.registry import all_platforms
     from bundler.recipe.load import load_recipe_file, shipped_recipes
+    from bundler.targets.registry import all_platforms
 
     for platform in all_platforms():   # their own TOML is read once, here, not recorded
         platform.facts()
@@ -298,7 +298,7 @@ def test_a_recipe_for_a_platform_bundler_does_not_know_is_refused() -> None:
 
 
 def test_the_platform_compares_library_names_as_its_os_does() -> None:
-    from bundler.platforms.registry import platform_for
+    from bundler.targets.registry import platform_for
 
     windows = platform_for("win-amd64")
     assert windows.same_name("CUDNN64_8.DLL", "cudnn64_8.dll")

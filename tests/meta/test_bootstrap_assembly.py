@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bundler.pack.emit import bootstrap_text
-from bundler.platforms.registry import all_platforms
 from bundler.runtime import activation
+from bundler.targets.registry import all_platforms
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 250   # a platform's whole bootstrap, as an app carries it

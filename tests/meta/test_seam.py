@@ -15,13 +15,13 @@ import pytest
 
 from bundler.linux.linux_platform import LinuxPlatform
 from bundler.platforms import api
-from bundler.platforms.registry import all_platforms, platform_of_file
+from bundler.targets.registry import all_platforms, platform_of_file
 from bundler.windows.windows_platform import WindowsPlatform
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "bundler"
 OS_PACKAGES = ("windows", "linux")
-SEAM = ("platforms", "windows", "linux")
+SEAM = ("platforms", "targets", "windows", "linux")
 
 def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
@@ -47,7 +47,7 @@ def _runtime_imports(tree: ast.Module) -> set[str]:
 def _names_a_platform(tree: ast.Module) -> bool:
     """Whether the module imports or calls `windows`/`linux` (the platform by name)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "bundler.platforms.registry" \
+        if isinstance(node, ast.ImportFrom) and node.module == "bundler.targets.registry" \
                 and any(a.name in ("windows", "linux") for a in node.names):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
@@ -69,7 +69,7 @@ def test_os_packages_import_no_other_os_package_nor_the_registry() -> None:
             others = [m for m in imports for other in OS_PACKAGES if other != package
                       and (m == f"bundler.{other}" or m.startswith(f"bundler.{other}."))]
             assert not others, f"{path.relative_to(ROOT)} imports {others}"
-            assert "bundler.platforms.registry" not in imports, (
+            assert "bundler.targets.registry" not in imports, (
                 f"{path.relative_to(ROOT)} imports the registry: the import cycle is back")
 
 
@@ -113,7 +113,7 @@ def test_a_file_is_of_the_platform_its_header_names(tmp_path: Path) -> None:
 
 
 def test_no_module_outside_the_seam_names_a_platform() -> None:
-    """Outside platforms/, windows/ and linux/ a platform is asked for by what is
+    """Outside platforms/, targets/, windows/ and linux/ a platform is asked for by what is
     examined (a recipe, a manifest, a file's header, this machine), never by name."""
     naming = set()
     for path in sorted(PACKAGE.rglob("*.py")):

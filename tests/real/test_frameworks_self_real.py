@@ -38,8 +38,8 @@ from pathlib import Path
 import pytest
 
 from bundler.pack.app_scan import scan_app
-from bundler.platforms.registry import windows
 from bundler.recipe.load import find_recipe
+from bundler.targets.registry import windows
 from tests.harness.packing import run_cli
 from tests.harness.winenv._cache import build_once, cache_root, locked
 from tests.harness.winenv.pins import Pin, _table, check_download

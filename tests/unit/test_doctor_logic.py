@@ -20,7 +20,6 @@ from bundler.diagnose.doctor.host import (
 )
 from bundler.diagnose.doctor.machine_checks import FrameworkReport, judge_machine
 from bundler.errors import BundlerError
-from bundler.platforms.registry import windows
 from bundler.runtime.rules import (
     cuda_needed,
     cuda_text,
@@ -28,6 +27,7 @@ from bundler.runtime.rules import (
     judge_driver,
     runs_on,
 )
+from bundler.targets.registry import windows
 from bundler.windows.compat import compat_facts, parse_compat, version_tuple
 from bundler.windows.library_search import search_folders
 from tests.harness.winenv.paths import PROJECT_ROOT

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bundler.platforms.api import FoundLibrary
-from bundler.platforms.registry import linux, windows
 from bundler.runtime.rules import driver_from_file_version as bootstraps_rule
+from bundler.targets.registry import linux, windows
 from bundler.windows.driver import driver_from_file_version
 
 

@@ -101,7 +101,7 @@ def test_older_pythons_get_a_clear_message(tmp_path: Path) -> None:
     # sys.version_info saying 3.6, which is all its check reads.
     # The bootstrap as pack ships it: the shared part and this platform's loader.
     from bundler.pack.emit import bootstrap_text
-    from bundler.platforms.registry import platform_for
+    from bundler.targets.registry import platform_for
     shipped = tmp_path / "_cudnn_bootstrap.py"
     shipped.write_text(bootstrap_text("cudnn", platform_for("linux-x86_64")))
     script = ("import sys, runpy\nsys.version_info = (3, 6, 15, 'final', 0)\n"

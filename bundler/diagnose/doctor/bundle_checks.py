@@ -34,18 +34,18 @@ from bundler.diagnose.inspection import Dependency, InspectedLibrary, dll_facts
 from bundler.diagnose.verify import ADDED_HINT, VerifyReport, repair_hint, verify
 from bundler.formats.lockfile import Lock
 from bundler.formats.manifest import FileEntry, Versions, find_manifest
-from bundler.platforms.registry import (
+from bundler.recipe.load import Recipe, shipped_recipes
+from bundler.runtime.rules import glibc_problem, judge_driver, same_file
+from bundler.support.bundle_files import link_on_the_way
+from bundler.support.hashing import sha256_file
+from bundler.support.text_tables import format_table
+from bundler.targets.registry import (
     Platform,
     all_platforms,
     known_platforms,
     platform_for,
     this_machine,
 )
-from bundler.recipe.load import Recipe, shipped_recipes
-from bundler.runtime.rules import glibc_problem, judge_driver, same_file
-from bundler.support.bundle_files import link_on_the_way
-from bundler.support.hashing import sha256_file
-from bundler.support.text_tables import format_table
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from bundler.diagnose.doctor.findings import OK, PROBLEM, Finding
 from bundler.formats.manifest import Manifest
 from bundler.frameworks.environment import app_environment, second_copies
-from bundler.platforms.registry import Platform
+from bundler.targets.registry import Platform
 
 FIX = ("install the framework's \"local CUDA\" variant (e.g. jax[cuda13-local], "
        "onnxruntime-gpu without [cuda,cudnn]) or pip uninstall {wheels}, then re-run "

@@ -13,7 +13,7 @@ from pathlib import Path
 from bundler.diagnose.doctor.findings import OK, PROBLEM, Finding
 from bundler.formats.manifest import Manifest
 from bundler.frameworks.facts import fits, fitting_releases, frameworks_in
-from bundler.platforms.registry import Platform
+from bundler.targets.registry import Platform
 
 
 def framework_findings(platform: Platform, root: Path, manifest: Manifest) -> list[Finding]:

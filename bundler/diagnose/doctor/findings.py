@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bundler.diagnose.doctor.host import DriverFacts, InstalledFramework, LibraryCopy, SearchFolder
-from bundler.platforms.registry import FoundLibrary, FrameworkEntry
+from bundler.targets.registry import FoundLibrary, FrameworkEntry
 
 PROBLEM, OK, NOTE = "problem", "ok", "note"
 REPACK = "re-run `bundler pack` (an antivirus may have quarantined a file)"

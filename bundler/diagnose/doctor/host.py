@@ -19,10 +19,10 @@ from pathlib import Path
 
 from bundler.diagnose.inspection import judge_signature
 from bundler.errors import CheckError
-from bundler.platforms.library_imports import is_runtime_library
-from bundler.platforms.registry import DriverTable, Platform, SearchFolder, this_machine
+from bundler.recipe.library_imports import is_runtime_library
 from bundler.recipe.load import Recipe, shipped_recipes
 from bundler.support.hashing import sha256_file
+from bundler.targets.registry import DriverTable, Platform, SearchFolder, this_machine
 
 _NVIDIA_SMI_TIMEOUT = 20  # seconds; it can take a while to wake a GPU
 

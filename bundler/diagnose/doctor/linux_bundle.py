@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from bundler.diagnose.doctor.findings import NOTE, OK, Finding
-from bundler.platforms.registry import Platform
 from bundler.runtime.rules import same_file
+from bundler.targets.registry import Platform
 
 
 def linux_load_findings(platform: Platform, root: Path, load_order: tuple[str, ...],

@@ -28,9 +28,9 @@ from bundler.diagnose.doctor.host import (
     installed_distributions,
     site_nvidia_libraries,
 )
-from bundler.platforms.registry import FoundLibrary, Platform
 from bundler.runtime.rules import cuda_text
 from bundler.support.text_tables import format_table
+from bundler.targets.registry import FoundLibrary, Platform
 
 
 def examine_linux(platform: Platform, environ: Mapping[str, str],

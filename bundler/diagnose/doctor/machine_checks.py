@@ -33,15 +33,15 @@ from bundler.diagnose.doctor.host import (
     process_bits,
 )
 from bundler.diagnose.doctor.linux_machine import examine_linux, render_linux
-from bundler.platforms.registry import (
+from bundler.runtime.rules import cuda_text, runs_on
+from bundler.support.text_tables import format_table
+from bundler.targets.registry import (
     DriverTable,
     FrameworkEntry,
     Platform,
     all_platforms,
     this_machine,
 )
-from bundler.runtime.rules import cuda_text, runs_on
-from bundler.support.text_tables import format_table
 
 
 def examine_machine(environ: Mapping[str, str] | None = None,

@@ -32,8 +32,8 @@ from bundler.errors import SourceError
 from bundler.pack.builders.cpython_embed import PLATFORM, Embeddable
 from bundler.pack.builders.wheel_install import install_wheels
 from bundler.pack.sources.fetch import cache_root
-from bundler.platforms.registry import platform_for
 from bundler.support.hashing import sha256_file
+from bundler.targets.registry import platform_for
 
 WHEEL_TAG = platform_for(PLATFORM).wheel_tag   # the embeddable CPython's platform's
 

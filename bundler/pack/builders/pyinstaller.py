@@ -31,8 +31,8 @@ from bundler.errors import BuildError, RefusedError, SpecError
 from bundler.formats.manifest import BootstrapEntry
 from bundler.pack.builders.base import Builder, BuildOptions, BuiltApp
 from bundler.pack.emit import fill_template, write_bootstrap
-from bundler.platforms.registry import Platform, platform_for
 from bundler.support.progress import line_progress
+from bundler.targets.registry import Platform, platform_for
 
 if TYPE_CHECKING:
     from bundler.pack.spec_model import Spec

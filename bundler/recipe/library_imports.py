@@ -1,7 +1,7 @@
 """Where a library's import resolves: the one answer pack, inspect and doctor share.
 
 An import named `name`, of a library that has `beside` next to it (the bundle, the
-folder, the archive), is, on the recipe's platform (bundler.platforms.registry):
+folder, the archive), is, on the recipe's platform (bundler.targets.registry):
 
 - bundled: a library of that name is beside it (names compared as the platform does);
 - system: the OS provides it (on Windows: Windows or the VC++ runtime, windows.toml);
@@ -17,8 +17,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bundler.platforms.registry import Platform, platform_for, windows
 from bundler.recipe.load import Recipe, RuntimeFile, shipped_recipes
+from bundler.targets.registry import Platform, platform_for, windows
 
 BUNDLED, SYSTEM, DRIVER, MISSING = "bundled", "system", "driver", "missing"
 

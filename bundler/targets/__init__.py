@@ -1,0 +1,1 @@
+"""The target platforms bundler knows, registered above the OS packages (registry.py)."""
