@@ -101,7 +101,7 @@ def _unprovided(recipe: Recipe, scan: AppScan) -> tuple[Unprovided, ...]:
         for name in names:
             once.setdefault(platform.name_key(name), name)
         missing = tuple(n for n in once.values() if not _PYTHON.match(n)
-                        and resolve_import(n, beside, platform=platform).status == MISSING)
+                        and resolve_import(n, beside, (), platform).status == MISSING)
         if missing:
             found.append(Unprovided(by, missing))
     return tuple(found)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from bundler.recipe.load import Recipe, RuntimeFile, shipped_recipes
-from bundler.targets.registry import Platform, platform_for, windows
+from bundler.targets.registry import Platform, platform_for
 
 BUNDLED, SYSTEM, DRIVER, MISSING = "bundled", "system", "driver", "missing"
 
@@ -40,11 +40,11 @@ class Resolution:
         return ""
 
 
-def resolve_import(name: str, beside: Collection[str], recipes: Iterable[Recipe] = (),
-                   platform: Platform | None = None) -> Resolution:
+def resolve_import(name: str, beside: Collection[str], recipes: Iterable[Recipe],
+                   platform: Platform) -> Resolution:
     """`beside` holds file names in the platform's name_key form; `recipes` are asked
-    who ships a missing one."""
-    platform = platform or windows()
+    who ships a missing one. The platform is the examined library's, always given: a
+    default would judge a Linux library by Windows names."""
     key = platform.name_key(name)
     facts = platform.facts()
     if key in beside:
@@ -58,11 +58,10 @@ def resolve_import(name: str, beside: Collection[str], recipes: Iterable[Recipe]
     return Resolution(MISSING, facts.cuda_majors_of(key), owner)
 
 
-def is_runtime_library(name: str, platform: Platform | None = None) -> bool:
+def is_runtime_library(name: str, platform: Platform) -> bool:
     """A library a bundle could have to supply: a CUDA library, a cuDNN library (the
     driver table's scan patterns) or one some shipped recipe ships. What the app scan,
     inspect and doctor look for in a framework's imports."""
-    platform = platform or windows()
     return (platform.facts().is_cuda_library(name)
             or platform.matches(name, platform.driver_table().scan)
             or platform.name_key(name) in _recipe_file_names(platform.name))

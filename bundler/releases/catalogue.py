@@ -81,7 +81,7 @@ def release_suffixes() -> tuple[str, ...]:
                         key=lambda s: s != "win-x64"))
 
 
-def release_name(cudnn: str, cuda: str, platform: str = "win-x64") -> str:
+def release_name(cudnn: str, cuda: str, platform: str) -> str:
     return f"cudnn-{cudnn}-cuda{cuda}-{platform}"
 
 

@@ -18,6 +18,7 @@ installed NVIDIA's wheels into or an unpacked wheel (`nvidia/cudnn/lib/`, its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,18 +45,21 @@ class Channel:
     version: str = ""      # the cuDNN version the input says it holds ("" if it does not)
 
 
-def detect(path: Path, major: int, platform: str = "win-x64") -> Channel:
+def detect(path: Path, major: int, platform: str) -> Channel:
     """The channel of an input holding cuDNN <major> for `platform` (a release name's
-    tail), from its layout."""
+    tail), from its layout: NVIDIA ships each platform's files in layouts of its own
+    (`_LAYOUTS`), so the release's platform picks the readers, not a trait of its OS."""
     target = platform_for_release(platform)
-    if target is None:
+    readers = _LAYOUTS.get(platform)
+    if target is None or readers is None:
         raise SourceError(f"{path}: no platform's releases end in {platform!r}",
-                          "name a release for win-x64 or linux-x64")
+                          f"name a release for {' or '.join(_LAYOUTS)}")
     shim = target.library_file("cudnn", str(major))   # cudnn64_9.dll, libcudnn.so.9
-    if not target.case_insensitive:   # Linux: .so files
-        return _linux_folder(path, shim) if path.is_dir() else _linux_zip(path, shim)
-    if path.is_dir():
-        return _folder(path, shim)
+    read_folder, read_zip = readers
+    return read_folder(path, shim) if path.is_dir() else read_zip(path, shim)
+
+
+def _windows_zip(path: Path, shim: str) -> Channel:
     with ZipArchive(path) as archive:
         names = list(archive.members)
     return _zip(path, names, shim)
@@ -138,6 +142,14 @@ def _linux_folder(path: Path, shim: str) -> Channel:
                       "give the site-packages folder NVIDIA's wheels were installed into "
                       "(pip install nvidia-cudnn-cuNN), an unpacked wheel or NVIDIA "
                       "tarball, or the folder holding the libraries")
+
+
+# How NVIDIA lays out each platform's cuDNN inputs: (a folder's reader, a zip's reader),
+# by release-name tail.
+_LAYOUTS: dict[str, tuple[Callable[[Path, str], Channel], Callable[[Path, str], Channel]]] = {
+    "win-x64": (_folder, _windows_zip),
+    "linux-x64": (_linux_folder, _linux_zip),
+}
 
 
 def pick_cuda(channel: Channel, cuda: str) -> Channel:

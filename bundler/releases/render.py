@@ -51,9 +51,9 @@ def release_for(name: str) -> Release | None:
     return release
 
 
-def release_shipping(dll: str, cuda: str, folder: Path, platform: str = "") -> str:
+def release_shipping(dll: str, cuda: str, folder: Path, platform: str) -> str:
     """The newest catalogue release whose family ships `dll`, for `cuda` where one is
-    ("" if no family ships it), of `platform` (a release suffix, "win-x64") where given:
+    ("" if no family ships it), of `platform` (a release suffix, "win-x64"; "" for any):
     what a refusal suggests."""
     majors = [f.cudnn_major for f in families(folder).values()
               if any(dll.lower() == name.lower() for name in f.files)]

@@ -21,18 +21,20 @@ from pathlib import Path
 APP = "bundler"
 
 
-def user_cache_dir(environ: Mapping[str, str], platform: str = sys.platform) -> Path:
-    if platform == "win32":
+def user_cache_dir(environ: Mapping[str, str], host_os: str = sys.platform) -> Path:
+    # The folders of the machine bundler runs on (its caches), never a target's: so the
+    # running OS is the right default here, where a target platform never has one.
+    if host_os == "win32":
         return _from(environ, "LOCALAPPDATA", "~/AppData/Local") / APP / "Cache"
-    if platform == "darwin":
+    if host_os == "darwin":
         return Path(os.path.expanduser("~/Library/Caches")) / APP
     return _from(environ, "XDG_CACHE_HOME", "~/.cache") / APP
 
 
-def user_config_dir(environ: Mapping[str, str], platform: str = sys.platform) -> Path:
-    if platform == "win32":
+def user_config_dir(environ: Mapping[str, str], host_os: str = sys.platform) -> Path:
+    if host_os == "win32":
         return _from(environ, "APPDATA", "~/AppData/Roaming") / APP
-    if platform == "darwin":
+    if host_os == "darwin":
         return Path(os.path.expanduser("~/Library/Application Support")) / APP
     return _from(environ, "XDG_CONFIG_HOME", "~/.config") / APP
 

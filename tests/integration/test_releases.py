@@ -164,7 +164,7 @@ def test_a_legacy_zip_is_known_by_its_layout_not_its_name(tmp_path: Path,
                                                           file_name: str) -> None:
     path = _zip(tmp_path / file_name, {"cuda/bin/cudnn64_8.dll": b"MZ",
                                        "cuda/NVIDIA_SLA_cuDNN_Support.txt": b"licence"})
-    found = detect(path, 8)
+    found = detect(path, 8, "win-x64")
     assert (found.kind, found.root, found.prefix, found.licence) == (
         "archive", "cuda", "bin/", "NVIDIA_SLA_cuDNN_Support.txt")
 

@@ -185,7 +185,7 @@ def own_runtime_dlls(framework: InstalledFramework, platform: Platform) -> tuple
         names = sorted(p.name for p in lib.iterdir() if platform.is_library(p.name))
     except OSError:
         return ()
-    return tuple(n for n in names if is_runtime_library(n))
+    return tuple(n for n in names if is_runtime_library(n, platform))
 
 
 def site_nvidia_libraries(framework: InstalledFramework, patterns: Iterable[str],
