@@ -873,6 +873,11 @@ MUTANTS = (
            "    candidates = tagged or list(all_platforms())",
            "    candidates = list(all_platforms())[:1]",
            ("tests/linux/test_linux_inspect_wheel.py",)),
+    # Issue 40: inspect of a .so and of a .dll give the same bundle_needs rows
+    Mutant("inspect-needs-judged-as-windows", "inspect judges a library's imports by the "
+           "Windows names whatever its platform", "bundler/diagnose/inspection.py",
+           "if is_runtime_library(i, platform)]", "if is_runtime_library(i, all_platforms()[0])]",
+           ("tests/linux/test_linux_inspect_rows.py",)),
     # Issue 29: the seam's members are all required (tests/meta/test_seam.py)
     Mutant("windows-probe-missing", "the Windows platform has no probe_driver",
            "bundler/windows/windows_platform.py", "    def probe_driver(self) -> DriverProbe:",

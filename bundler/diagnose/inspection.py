@@ -85,7 +85,7 @@ class InspectReport:
 
 
 def classify(name: str, beside: set[str], recipes: tuple[Recipe, ...],
-             platform: Platform | None = None) -> tuple[str, str]:
+             platform: Platform) -> tuple[str, str]:
     """(status, note) of a dependency named `name`; `beside` holds names in the
     platform's name_key form (lower case on Windows)."""
     found = resolve_import(name, beside, recipes, platform)
@@ -136,16 +136,17 @@ def dll_facts(path: Path, beside: set[str], recipes: tuple[Recipe, ...], *,
                     sha256=digest, machine=info.machine, bits=info.bits,
                     file_version=info.file_version, product_version=info.product_version,
                     dependencies=tuple(dependencies), exports=info.exports,
-                    bundle_needs=bundle_needs(name, info.all_imports, recipes),
+                    bundle_needs=bundle_needs(name, info.all_imports, recipes, platform),
                     signature=signature, signature_required=required)
 
 
-def bundle_needs(name: str, imports: tuple[str, ...], recipes: tuple[Recipe, ...]
-                 ) -> tuple[tuple[str, str], ...]:
-    """What a bundle must hold for a DLL importing CUDA/cuDNN DLLs, per recipe: the
-    components (with what they require) the pack's app scan would select, or what the
-    recipe lacks. Empty for the runtime's own DLLs (a recipe ships them)."""
-    wanted = [i for i in imports if is_runtime_library(i)]
+def bundle_needs(name: str, imports: tuple[str, ...], recipes: tuple[Recipe, ...],
+                 platform: Platform) -> tuple[tuple[str, str], ...]:
+    """What a bundle must hold for a library of `platform` importing CUDA/cuDNN
+    libraries, per recipe (`recipes`: that platform's): the components (with what they
+    require) the pack's app scan would select, or what the recipe lacks. Empty for the
+    runtime's own libraries (a recipe ships them)."""
+    wanted = [i for i in imports if is_runtime_library(i, platform)]
     if not wanted or any(r.supplier_of(name) for r in recipes):
         return ()
     rows = []
@@ -327,13 +328,16 @@ def _headline(report: InspectReport) -> str:
 
 def _folder_word(libraries: tuple[InspectedLibrary, ...]) -> str:
     """What a folder's libraries are called: by the word of the first platform (in the
-    order inspect tries them) whose library names they all carry ("DLL(s)"; an empty
-    folder's is the first platform's); "libraries" where that word is the generic one,
-    or where the folder holds several platforms' libraries."""
+    order inspect tries them) whose library names they all carry ("DLLs", "libraries";
+    an empty folder's is the first platform's), "libraries" where the folder holds
+    several platforms' libraries; singular for one. Only words: no platform is told
+    apart by its word."""
     named = next((p for p in all_platforms()
                   if all(p.is_library(d.name) for d in libraries)), None)
-    return "libraries" if named is None or named.library_word == "library" \
-        else f"{named.library_word}(s)"
+    word = named.library_word if named is not None else "library"
+    if len(libraries) == 1:
+        return word
+    return f"{word[:-1]}ies" if word.endswith("y") else f"{word}s"
 
 
 def _signature_text(dll: InspectedLibrary) -> str:

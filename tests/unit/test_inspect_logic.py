@@ -11,6 +11,7 @@ import pytest
 from bundler.diagnose.inspection import classify, inspect_path, match_recipes, runtime_loads
 from bundler.errors import BundlerError
 from bundler.recipe.load import find_recipe
+from bundler.targets.registry import windows
 from tests.harness.winenv.paths import PROJECT_ROOT
 
 SEED = "cudnn-8.0.3.33-cuda10.1-win-x64"
@@ -33,7 +34,7 @@ def recipes():
     ("zlibwapi.dll", "missing", ""),
 ])
 def test_dependency_status(recipes, name: str, status: str, note: str) -> None:
-    assert classify(name, {"cudart64_101.dll"}, recipes) == (status, note)
+    assert classify(name, {"cudart64_101.dll"}, recipes, windows()) == (status, note)
 
 
 def test_run_time_loads_come_from_the_recipe(recipes) -> None:
