@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from bundler.support.user_dirs import user_cache_dir, user_config_dir
+from tests.harness import temp_budget
 from tests.harness.packing import (  # noqa: F401 - fixtures, collected by name
     packed_workspace,
     standin_workspace,
@@ -49,10 +50,43 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
                             config: pytest.Config) -> None:
-    """The random order's seed, also under -q (where pytest-randomly's header is hidden)."""
+    """The random order's seed, also under -q (where pytest-randomly's header is hidden);
+    what the run left in the temp folder where it is over the budget."""
     seed = getattr(config.option, "randomly_seed", None)
     if seed is not None and config.pluginmanager.has_plugin("randomly"):
         terminalreporter.write_line(f"random order: --randomly-seed={seed} repeats it")
+    over = config.stash.get(_OVER_BUDGET, "")
+    if over:
+        terminalreporter.write_line(f"FAILED temp folder budget: {over}", red=True)
+
+
+_TEMP_BEFORE = pytest.StashKey[set]()
+_OVER_BUDGET = pytest.StashKey[str]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_TEMP_BEFORE] = temp_budget.entries(temp_budget.temp_folder())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After pytest removed the passed tests' folders (pyproject.toml's retention
+    policy), the run fails if what it left in the temp folder is over the budget
+    (tests/harness/temp_budget.py). A worker of a parallel run, or a run inside a
+    pytester test, does not judge: its parent does."""
+    config = session.config
+    if config.option.collectonly or hasattr(config, "workerinput") \
+            or _TEMP_BEFORE not in config.stash \
+            or os.environ.get("BUNDLER_TEMP_BUDGET_MB") == "off":
+        return
+    factory = getattr(config, "_tmp_path_factory", None)
+    root = factory.getbasetemp().parent if factory is not None and \
+        factory._basetemp is not None else None   # pytest-of-<user>/
+    found = temp_budget.leftovers(temp_budget.temp_folder(), config.stash[_TEMP_BEFORE], root)
+    over = temp_budget.over_budget(found, temp_budget.budget_bytes(os.environ))
+    if over:
+        config.stash[_OVER_BUDGET] = over
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # Where bundler would keep this user's own files: a test that writes there fails.
