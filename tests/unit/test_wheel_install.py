@@ -55,9 +55,16 @@ def test_the_wheel_lands_where_pip_puts_it(tmp_path: Path) -> None:
     mine, theirs = tree(ours), tree(pips)
 
     def kept(files: dict[str, bytes]) -> dict[str, bytes]:
+        # Headers: where pip puts them under --target depends on the Python running pip
+        # (include/python/<dist>/, but include/site/python3.X/<dist>/ from a venv's
+        # sysconfig scheme), so they are compared apart, by content.
         return {name: data for name, data in files.items()
-                if Path(name).name not in bookkeeping and not data.startswith(b"#!")}
+                if Path(name).name not in bookkeeping and not data.startswith(b"#!")
+                and not name.startswith("include/")}
     assert kept(mine) == kept(theirs)
+    headers = [data for name, data in theirs.items() if name.startswith("include/")]
+    assert headers == [FILES["demo_c-3.0.data/headers/demo_c.h"]]
+    assert mine["include/python/demo-c/demo_c.h"] == headers[0]
     assert "bin/demo-c-script" in theirs and "bin/demo-c-script" not in mine
     assert mine["demo_c-3.0.dist-info/INSTALLER"] == b"bundler\n"
     record = mine["demo_c-3.0.dist-info/RECORD"].decode().splitlines()
