@@ -49,6 +49,10 @@ def console_script(folder: Path) -> Path:
     return script
 
 
+def _ctrl_c_delivered() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name == "nt",
                     reason="sends a POSIX SIGINT to a child process")
 @pytest.mark.parametrize("started", ["python -m bundler", "console script"])
@@ -60,9 +64,13 @@ def test_ctrl_c_while_bundler_imports_exits_130_quietly(tmp_path: Path, started:
                else [sys.executable, str(console_script(tmp_path)), "recipes"])
     path = os.pathsep.join(filter(None, (str(site), str(PROJECT_ROOT),
                                          os.environ.get("PYTHONPATH"))))
+    # Ctrl-C as a terminal delivers it: a suite started in the background of a
+    # non-interactive shell (`... &`, some CI runners) has SIGINT ignored, which every
+    # child inherits, and an ignored SIGINT never interrupts anything.
     with subprocess.Popen(command, env={**os.environ, "PYTHONPATH": path}, cwd=tmp_path,
                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True) as child:
+                          stderr=subprocess.PIPE, text=True,
+                          preexec_fn=_ctrl_c_delivered) as child:
         assert child.stdout is not None
         assert child.stdout.readline() == "importing\n"   # bundler is mid-import now
         child.send_signal(signal.SIGINT)
