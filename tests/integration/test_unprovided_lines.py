@@ -56,3 +56,18 @@ def test_what_the_app_or_windows_provides_is_not_a_not_provided_line(
 def test_normaliz_cabinet_and_msi_are_parts_of_windows() -> None:
     facts = windows().facts()
     assert all(facts.is_system(name) for name in ("Normaliz.dll", "CABINET.dll", "msi.dll"))
+
+
+@pytest.mark.parametrize("name", ["dxcore.dll", "MSVCP140_ATOMIC_WAIT.dll", "msvcp140_2.dll",
+                                  "VCCORLIB140.dll", "api-ms-win-core-synch-l1-2-0.dll"])
+def test_windows_and_the_vc_redistributable_provide_these(name: str) -> None:
+    """onnxruntime 1.22 imports dxcore.dll, 1.31 MSVCP140_ATOMIC_WAIT.dll: neither is a
+    "not provided" line."""
+    assert windows().facts().is_system(name)
+
+
+@pytest.mark.parametrize("name", ["cufft64_100.dll", "curand64_100.dll", "cusolver64_100.dll",
+                                  "cusparse64_100.dll"])
+def test_cuda_10_0_math_libraries_are_cuda_libraries(name: str) -> None:
+    facts = windows().facts()
+    assert facts.is_cuda_library(name) and facts.cuda_majors_of(name.lower()) == (10,)
