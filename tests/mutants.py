@@ -52,6 +52,11 @@ ZIP_UNCHANGED = "bundler/pack/zip/unchanged.py"
 ZIP_UNCHANGED_TESTS = ("tests/integration/test_zip_unchanged.py",)
 UP_TO_DATE = "bundler/pack/up_to_date.py"
 UP_TO_DATE_TESTS = ("tests/integration/test_up_to_date.py",)
+# Issue 42 items 1 and 3 (the store's owners; what a lock pins).
+TRUST = "bundler/pack/store/trust.py"
+OWNERS_TESTS = "tests/integration/test_store_owners.py"
+VERIFY = "bundler/diagnose/verify.py"
+LOCK_BUNDLE_TESTS = "tests/integration/test_lock_bundle.py"
 INIT_TESTS = ("tests/integration/test_init.py",)
 FACTS = "bundler/frameworks/facts.py"
 NAMES = "bundler/frameworks/loaded_names.py"
@@ -687,6 +692,50 @@ MUTANTS = (
            "bundler/pack/store/upkeep.py", "size = _SIZE.fullmatch(text)",
            "size = _SIZE.fullmatch(text) or re.fullmatch(r'(?P<number>.*?)(?P<unit>)', text)",
            ("tests/integration/test_store_upkeep.py",)),
+    # Issue 42 items 1 and 3: the store is this user's alone; a lock pins the whole bundle.
+    Mutant("store-tree-unchecked", "a store with entries others own or can write is used",
+           "bundler/pack/store/store.py", "        check_tree(root)\n", "        pass\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-tree-top-only", "the store's check does not look below its folders",
+           TRUST, "                folders.append(path)\n", "                pass\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-owner-unchecked", "another user's object in the store is used", TRUST,
+           "    if facts.st_uid != os.getuid():\n        raise Untrusted(path, f\"another",
+           "    if False:\n        raise Untrusted(path, f\"another", (OWNERS_TESTS,)),
+    Mutant("store-links-unnamed", "a link in the store is not said to be one", TRUST,
+           "            if stat.S_ISLNK(found.st_mode):\n", "            if False:\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-key-mode-unchecked", "a store key others can read is used",
+           TRUST, "    if facts.st_mode & (stat.S_IRWXG | stat.S_IRWXO):\n",
+           "    if False:\n", (OWNERS_TESTS,)),
+    Mutant("store-key-folder-unchecked", "a store key in a folder others can write is used",
+           TRUST, "    if folder.st_uid != os.getuid() or folder.st_mode & _OTHERS_WRITE:\n",
+           "    if False:\n", (OWNERS_TESTS,)),
+    Mutant("store-folders-umask", "the store's folders follow the umask (002: group-writable)",
+           TRUST, "os.mkdir(folder, mode & ~_OTHERS_WRITE)", "os.mkdir(folder)",
+           (OWNERS_TESTS,)),
+    Mutant("store-marker-umask", "the store's use markers follow the umask",
+           "bundler/pack/store/store.py", "marker.touch(mode=0o644)", "marker.touch()",
+           (OWNERS_TESTS,)),
+    Mutant("prune-drops-registration-in-flight", "prune deletes a registration being written",
+           "bundler/pack/store/store.py", "            if entry.name.startswith(\".\"):\n",
+           "            if False:\n", (OWNERS_TESTS,)),
+    Mutant("prune-looks-then-unlinks", "prune forgets a lock registered while it looks",
+           "bundler/pack/store/upkeep.py", "            _drop_registration(store, entry, lock)\n",
+           "            entry.unlink(missing_ok=True)\n", (OWNERS_TESTS,)),
+    Mutant("lock-record-optional", "verify/doctor --lock take a lock without its bundle "
+           "record", VERIFY, "    if lock is None or lock.bundle is not None or predates:\n",
+           "    if True:\n", (LOCK_BUNDLE_TESTS,)),
+    Mutant("lock-record-partial", "a bundle record that leaves the manifest out is believed",
+           VERIFY, "                                 for relpath in needed if relpath not in "
+           "lock.bundle]\n", "                                 for relpath in needed if False]\n",
+           (LOCK_BUNDLE_TESTS,)),
+    Mutant("locked-keeps-stripped-lock", "pack --locked keeps a lock without its bundle "
+           "record", LOCK, "    if policy == \"locked\" and old.bundle is None and new.bundle:\n",
+           "    if False:\n", (LOCK_BUNDLE_TESTS,)),
+    Mutant("manifest-link-followed", "plain verify reads a manifest that is a link",
+           VERIFY, "    if manifest_link and manifest_link != runtime_link:", "    if False:",
+           (LOCK_BUNDLE_TESTS,)),
     # Issue 28 item 6: a stored file evicted or replaced between its check and its link.
     Mutant("store-race-no-fallback", "a stored file gone at link time fails the pack",
            "bundler/pack/reuse.py",
@@ -878,6 +927,17 @@ MUTANTS = (
            "Windows names whatever its platform", "bundler/diagnose/inspection.py",
            "if is_runtime_library(i, platform)]", "if is_runtime_library(i, all_platforms()[0])]",
            ("tests/linux/test_linux_inspect_rows.py",)),
+    # Issue 40: an app's GPU binaries of another platform than the recipe's are refused
+    Mutant("other-platform-packed", "an app of ELF GPU libraries packs with a Windows "
+           "recipe", "bundler/pack/app_needs.py", "    if own or not other:\n",
+           "    if True:\n", ("tests/linux/test_linux_mixups.py",)),
+    Mutant("mixed-app-refused", "an app holding both platforms' GPU binaries is refused",
+           "bundler/pack/app_needs.py", "    if own or not other:\n",
+           "    if not other:\n", ("tests/linux/test_linux_mixups.py",)),
+    Mutant("other-platform-unread", "the app scan reads no binary named as another "
+           "platform's", "bundler/pack/app_scan.py",
+           "            _note_gpu_binary(gpu, path, relpath)   # another platform's, by its name\n",
+           "            pass\n", ("tests/linux/test_linux_mixups.py",)),
     # Issue 29: the seam's members are all required (tests/meta/test_seam.py)
     Mutant("windows-probe-missing", "the Windows platform has no probe_driver",
            "bundler/windows/windows_platform.py", "    def probe_driver(self) -> DriverProbe:",

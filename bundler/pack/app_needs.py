@@ -21,8 +21,10 @@ from bundler.pack.app_scan import AppScan, Need
 from bundler.pack.one_copy import refuse_second_copies
 from bundler.recipe.library_imports import MISSING, resolve_import
 from bundler.recipe.load import Component, Recipe, families_dir, shipped_recipes
+from bundler.releases.catalogue import Release, catalogue_releases, version_key
 from bundler.releases.render import release_shipping
 from bundler.support.suggest import listing
+from bundler.targets.registry import Platform
 
 _FAMILY = re.compile(r"^([a-z_-]+?)(?:64)?_\d")
 _SHOWN = 8   # DLLs named in a refusal before the rest are counted
@@ -54,6 +56,7 @@ def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str]
     `environment`: the app's Python environment (pack/one_copy.py)."""
     shipped = scan.shipped if scan is not None else {}
     if scan is not None:   # before any input is read: the wrong release is refused now
+        refuse_other_platform(recipe, scan)
         refuse_unfit(scan.framework_facts, recipe.name, recipe.cuda, recipe.cudnn,
                      recipe.target.release_suffix)
     base = [c.name for c in recipe.select(list(explicit) or None)] + list(extra)
@@ -79,6 +82,47 @@ def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str]
     return Selection(components, {c: r for c, r in reasons.items()},
                      _unprovided(recipe, scan) if scan is not None else (),
                      environment.described if environment is not None else "")
+
+
+def refuse_other_platform(recipe: Recipe, scan: AppScan) -> None:
+    """An app whose GPU binaries are all another platform's than the recipe's (ELF .so
+    files importing libcudnn.so.9, packed with a win-x64 recipe) is refused, naming one
+    of them and the recipe. An app holding both platforms' (a plug-in folder for either
+    OS) packs: the recipe's half is served."""
+    own = [g for g in scan.gpu_binaries if g.platform.name == recipe.platform]
+    other = [g for g in scan.gpu_binaries if g.platform.name != recipe.platform]
+    if own or not other:
+        return
+    found = other[0]
+    release = other_release(recipe, found.platform)
+    use = (f"pack it with a {found.platform.release_suffix} recipe, e.g. {release} "
+           if release else f"pack it with a {found.platform.release_suffix} recipe ")
+    raise CheckError(
+        f"the app's GPU binaries are {found.platform.label} ones, e.g. {found.described}, "
+        f"but recipe {recipe.name} is for {recipe.target.label} ({recipe.platform}): a "
+        f"bundle for one platform cannot load the other's libraries",
+        f"{use}(bundler recipes cudnn{recipe.cudnn.split('.')[0]}-"
+        f"{found.platform.release_suffix} lists them), or write a spec for this app with "
+        "bundler init APPDIR, which takes the platform from its binaries")
+
+
+def other_release(recipe: Recipe, platform: Platform) -> str:
+    """The catalogue release of `platform` nearest the recipe: its cuDNN and CUDA, else
+    the newest of its cuDNN major and CUDA major, else of its cuDNN major; "" if none."""
+    releases = [r for r in catalogue_releases() if r.platform == platform.release_suffix
+                and not (r.wheel is not None and r.wheel.yanked)]
+    cudnn_major = int(recipe.cudnn.split(".")[0])
+
+    def same_cuda(release: Release) -> bool:
+        return int(release.cuda.split(".")[0]) == recipe.cuda_major
+
+    for fits in (lambda r: r.cudnn == recipe.cudnn and same_cuda(r),
+                 lambda r: r.major == cudnn_major and same_cuda(r),
+                 lambda r: r.major == cudnn_major):
+        found = [r for r in releases if fits(r)]
+        if found:
+            return max(found, key=lambda r: (version_key(r.cudnn), version_key(r.cuda))).name
+    return ""
 
 
 # The app's Python brings these (a folder app's interpreter; a frozen or embedded-python

@@ -15,6 +15,11 @@ Two kinds of evidence (docs/spec-format.md, "[scan]"):
   2.10's GPU check loads cufft64_10.dll, which no import table shows).
 
 A name counts when it is a CUDA library, a cuDNN DLL, or a DLL some shipped recipe ships.
+
+Each platform's first GPU binary is kept too (`gpu_binaries`: by its header, a library
+that is, imports or loads by name a CUDA/cuDNN library of its own platform): pack
+refuses an app whose GPU binaries are all another platform's than the recipe's, and
+init takes the spec's platform from them.
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from bundler.targets.registry import (
     DriverTable,
     FrameworkEntry,
     Platform,
+    all_platforms,
     platform_for_release,
+    platform_of_file,
 )
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
@@ -72,6 +79,21 @@ class Framework:
 
 
 @dataclass(frozen=True)
+class GpuBinary:
+    """A binary of the app that uses CUDA or cuDNN, and the platform its header says."""
+
+    path: str            # relative to the app, with /
+    platform: Platform
+    uses: str            # "imports libcudnn.so.9", "loads cudnn64_8.dll by name", "is ..."
+
+    @property
+    def described(self) -> str:
+        """'app/x.so (a Linux x86-64 library that imports libcudnn.so.9)'"""
+        return f"{self.path} (a {self.platform.label} {self.platform.library_word} " \
+               f"that {self.uses})"
+
+
+@dataclass(frozen=True)
 class AppScan:
     needs: tuple[Need, ...]
     frameworks: tuple[Framework, ...]
@@ -80,6 +102,8 @@ class AppScan:
     imports: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # what each installed framework's own files (and its table row) say it needs
     framework_facts: tuple[FrameworkFacts, ...] = ()
+    # the first GPU binary of each platform the app holds, the scan's platform's included
+    gpu_binaries: tuple[GpuBinary, ...] = ()
 
 
 def scan_app(root: Path, skip: str = "", *, platform: Platform,
@@ -92,22 +116,29 @@ def scan_app(root: Path, skip: str = "", *, platform: Platform,
     shipped: dict[str, str] = {}
     imports: list[tuple[str, tuple[str, ...]]] = []
     metadata_dirs: set[Path] = set()
+    gpu: dict[str, GpuBinary] = {}   # platform name -> its first GPU binary
     for path in sorted(_walk(root, skip, own)):
         relpath = path.relative_to(root).as_posix()
         if any(part.endswith(_METADATA_SUFFIXES) for part in PurePosixPath(relpath).parts):
             metadata_dirs.add(_metadata_parent(path, root))
             continue
-        if not (platform.is_library(path.name)
-                or platform.name_key(path.name).endswith(platform.binary_suffixes)):
+        if not _binary_of(path.name, platform):
+            _note_gpu_binary(gpu, path, relpath)   # another platform's, by its name
             continue
         if platform.is_library(path.name):
             shipped.setdefault(platform.name_key(path.name), relpath)
         imports.append((relpath, _imports(path, platform)))
-        needs += [Need(name, relpath, "imported by") for name in imports[-1][1]
-                  if is_runtime_library(name, platform)]
+        runtime = [name for name in imports[-1][1] if is_runtime_library(name, platform)]
+        needs += [Need(name, relpath, "imported by") for name in runtime]
+        loaded: tuple[str, ...] = ()
         if not is_runtime_library(path.name, platform):   # NVIDIA's own: the recipe's
-            needs += [Need(name, relpath, "loaded by name by")
-                      for name in _loaded_by_name(path, platform)]
+            loaded = _loaded_by_name(path, platform)
+            needs += [Need(name, relpath, "loaded by name by") for name in loaded]
+        uses = (f"imports {runtime[0]}" if runtime else f"loads {loaded[0]} by name"
+                if loaded else f"is {path.name}" if is_runtime_library(path.name, platform)
+                else "")
+        if uses and platform.name not in gpu and platform.is_library_file(path):
+            gpu[platform.name] = GpuBinary(relpath, platform, uses)
     frameworks = _frameworks(sorted(metadata_dirs), compat)
     facts = read_frameworks(root, sorted(metadata_dirs), compat)
     needs += [Need(name, f.file, "named in") for f in facts for name in f.loads]
@@ -115,7 +146,57 @@ def scan_app(root: Path, skip: str = "", *, platform: Platform,
         if framework.entry is not None:
             needs += [Need(name, framework.title, "loaded by") for name in framework.entry.loads]
     return AppScan(needs=tuple(needs), frameworks=tuple(frameworks), shipped=shipped,
-                   imports=tuple(imports), framework_facts=facts)
+                   imports=tuple(imports), framework_facts=facts,
+                   gpu_binaries=tuple(gpu.values()))
+
+
+def app_gpu_binaries(root: Path) -> tuple[GpuBinary, ...]:
+    """The first GPU binary of each platform in the app folder `root` (what init tells
+    the app's platform by), in the order the scan meets them."""
+    gpu: dict[str, GpuBinary] = {}
+    for path in sorted(_walk(root, "")):
+        relpath = path.relative_to(root).as_posix()
+        if not any(part.endswith(_METADATA_SUFFIXES)
+                   for part in PurePosixPath(relpath).parts):
+            _note_gpu_binary(gpu, path, relpath)
+    return tuple(gpu.values())
+
+
+def _binary_of(name: str, platform: Platform) -> bool:
+    """Whether the scan reads a file of this name as `platform`'s binary."""
+    return platform.is_library(name) or platform.name_key(name).endswith(
+        platform.binary_suffixes)
+
+
+def _note_gpu_binary(gpu: dict[str, GpuBinary], path: Path, relpath: str) -> None:
+    """Keep `path` in `gpu` if it is the first GPU binary of the platform its header
+    says (a binary of a platform already noted is not read again)."""
+    if not any(_binary_of(path.name, p) for p in all_platforms() if p.name not in gpu) \
+            or not path.is_file():   # a FIFO named .so must not block the scan
+        return
+    try:
+        platform = platform_of_file(path)
+    except OSError:
+        return   # unreadable: the scan of the recipe's platform says so where it matters
+    if platform is None or platform.name in gpu or not _binary_of(path.name, platform):
+        return
+    uses = _gpu_use(path, platform)
+    if uses:
+        gpu[platform.name] = GpuBinary(relpath, platform, uses)
+
+
+def _gpu_use(path: Path, platform: Platform) -> str:
+    """How a binary of `platform` uses CUDA/cuDNN ("" if it does not)."""
+    if is_runtime_library(path.name, platform):
+        return f"is {path.name}"
+    runtime = [n for n in _imports(path, platform) if is_runtime_library(n, platform)]
+    if runtime:
+        return f"imports {runtime[0]}"
+    try:
+        loaded = loaded_by_name(path, platform).names
+    except OSError:
+        return ""
+    return f"loads {loaded[0]} by name" if loaded else ""
 
 
 def refuse_unfit_release(release: str, app: Path | None) -> None:
