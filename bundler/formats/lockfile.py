@@ -11,8 +11,10 @@ driver minimums, the bootstrap's hash) and the entry script that loads the boots
 their paths below the bundle's root. It is what the pack wrote, not an input: a pack
 follows it (refused only under --locked) and `verify --lock` checks it.
 
-`wheels` (optional, embedded-python): the wheel set pip resolved for app.requirements,
-which a re-pack with unchanged requirement files installs again without resolving."""
+`wheels` (optional, embedded-python): the wheel set resolved for app.requirements,
+which a re-pack with unchanged requirement files installs again without resolving;
+`wheels_for`, what it was resolved for (the target platform and CPython whose
+environment markers were evaluated)."""
 
 from __future__ import annotations
 
@@ -86,6 +88,9 @@ class Lock:
     # embedded-python: the wheels pip resolved for app.requirements, by project name.
     # None: not recorded.
     wheels: Mapping[str, LockedWheelPin] | None = None
+    # embedded-python: what `wheels` was resolved for, {"platform": uv's target triple,
+    # "python": the bundle's CPython}. None: not recorded (resolved for this machine).
+    wheels_for: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         _set(self, "recipe", _recipe(self.recipe))
@@ -97,6 +102,8 @@ class Lock:
         if self.wheels is not None:
             _set(self, "wheels", {name: _wheel(pins) for name, pins in _table(
                 self.wheels, "wheels").items()})
+        if self.wheels_for is not None:
+            _set(self, "wheels_for", _strings(self.wheels_for, "wheels_for"))
         if self.spec is not None and not (isinstance(self.spec, dict) and all(
                 isinstance(table, dict) for table in self.spec.values())):
             raise TypeError("spec must be a table of the spec's tables")
@@ -117,6 +124,8 @@ class Lock:
             data["bundle"] = dict(self.bundle)
         if self.wheels is not None:
             data["wheels"] = {name: pin.to_json() for name, pin in self.wheels.items()}
+        if self.wheels_for is not None:
+            data["wheels_for"] = dict(self.wheels_for)
         return json_bytes(data)
 
 
@@ -133,7 +142,8 @@ def read_lock(path: Path) -> Lock | None:
         # Without the record (format 1) a pack treats every difference as before.
         return Lock(recipe=data["recipe"], sources=data["sources"], files=data["files"],
                     format=found, spec=data.get("spec"), components=data.get("components"),
-                    bundle=data.get("bundle"), wheels=data.get("wheels"))
+                    bundle=data.get("bundle"), wheels=data.get("wheels"),
+                    wheels_for=data.get("wheels_for"))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise LockError(f"{path}: not a valid lock file ({exc})", _DAMAGED_HINT) from None
 

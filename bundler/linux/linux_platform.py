@@ -49,6 +49,8 @@ class LinuxPlatform(NameRules):
     label = "Linux x86-64"
     # manylinux1/2010/2014 and PEP 600's manylinux_2_NN: NVIDIA has used each.
     wheel_tags = r"manylinux(1|2010|2014|_2_\d+)_x86_64"
+    # uv knows no manylinux_2_27 target: 2_28 is the nearest that takes 2_27 wheels
+    python_platform = "x86_64-manylinux_2_28"
     app_copy_harm = ("torch opens site-packages/nvidia/*/lib by absolute path, so both "
                      "{name} are mapped and which one a symbol binds to depends on the "
                      "load order")

@@ -72,7 +72,13 @@ def wheel_changes(old: Lock, new: Lock) -> list[str]:
     if old.wheels is None:
         return ["the resolved wheels recorded"] if new.wheels else []
     was, now = old.wheels, new.wheels
-    return ([f"wheel {name} {was[name].version} -> {now[name].version}"
+    target = [] if new.wheels_for is None or old.wheels_for == new.wheels_for else [
+        f"wheels resolved for {new.wheels_for.get('platform')}, CPython "
+        f"{new.wheels_for.get('python')} (" + (
+            "were for the packing machine's markers)" if old.wheels_for is None else
+            f"were for {old.wheels_for.get('platform')}, CPython "
+            f"{old.wheels_for.get('python')})")]
+    return target + ([f"wheel {name} {was[name].version} -> {now[name].version}"
              if was[name].version != now[name].version else f"wheel {name} changed"
              for name in sorted(set(was) & set(now)) if was[name] != now[name]]
             + [f"wheel {name} removed" for name in sorted(set(was) - set(now))]

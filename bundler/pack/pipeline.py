@@ -41,7 +41,12 @@ from bundler.pack.stage import StagedFile, stage_files
 from bundler.pack.store.store import Store, StoreError, open_store
 from bundler.pack.store.upkeep import size_cap, trim
 from bundler.pack.up_to_date import MadeFrom, own_code
-from bundler.pack.wheel_lock import refuse_locked_spec_change, reusable_wheels, wheel_record
+from bundler.pack.wheel_lock import (
+    refuse_locked_spec_change,
+    reusable_wheels,
+    wheel_record,
+    wheels_target,
+)
 from bundler.pack.zip.output import (
     PendingZip,
     check_zip_path,
@@ -135,7 +140,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             # Read under the pack locks, after any interrupted swap was completed.
             previous = previous_bundle(target, _old_lock(spec.lock_path))
             built = builder.build(spec, recipe, staging.folder, target, BuildOptions(
-                environ, offline, reusable_wheels(spec, _old_lock(spec.lock_path), policy),
+                environ, offline, reusable_wheels(spec, _old_lock(spec.lock_path), policy,
+                                                  recipe.target),
                 own_data=own))
             app_root, bootstrap = built.root, built.bootstrap
             if selection is None:
@@ -155,7 +161,9 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             lock = replace(_lock(spec, recipe, selection, sources, staged, identities,
                                  bundle_record(app_root, runtime_dir / MANIFEST_NAME,
                                                manifest.bootstrap.entry)),
-                           wheels=wheel_record(built.wheels))
+                           wheels=wheel_record(built.wheels),
+                           wheels_for=wheels_target(spec, recipe.target)
+                           if built.wheels is not None else None)
             settled = check_lock(spec.lock_path, lock, policy,
                                  {item.relpath: item.file.source for item in staged})
             if store is not None:

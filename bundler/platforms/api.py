@@ -151,6 +151,10 @@ class Platform(Protocol):
     release_suffix: str       # a release name's tail: "win-x64" (cudnn-9.1.0.70-cuda12-win-x64)
     label: str                # what a recipe's description says: "Windows x64"
     wheel_tags: str           # a regular expression matching its wheels' platform tags
+    # The target a resolver evaluates requirements' environment markers for (uv's
+    # --python-platform): "x86_64-pc-windows-msvc" gives platform_system "Windows",
+    # sys_platform "win32", os_name "nt", platform_machine "AMD64".
+    python_platform: str
     # Why two copies of one library in one process fail here ({name}: the library's), for
     # pack's refusal of an app that ships its own copy of one the bundle preloads.
     app_copy_harm: str

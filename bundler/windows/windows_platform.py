@@ -49,6 +49,7 @@ class WindowsPlatform(NameRules):
     release_suffix = "win-x64"
     label = "Windows x64"
     wheel_tags = r"win_amd64"
+    python_platform = "x86_64-pc-windows-msvc"
     # The framework that loads its own second fails (LoadLibrary finds the first by name).
     app_copy_harm = "torch: 'WinError 127 ... Error loading {name}'"
     search_path_variable = "PATH"

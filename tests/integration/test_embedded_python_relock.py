@@ -4,10 +4,12 @@ cache, with no resolve and no index.
 
 The requirements are real wheels built here (pure Python, py3-none-any, the form pip
 installs for any platform): demo-b needs demo-a, and a nested -r / -c file picks
-demo-a's version. Every pip process bundler starts is logged by a sitecustomize on
-PYTHONPATH (in that process only), so a test sees whether pip resolved, downloaded or
-only installed exact files; the index is an address nothing answers at, so a resolve
-or download from it fails. pip only resolves and downloads; bundler unpacks the wheels.
+demo-a's version. Every resolve (uv, for the target) is logged, and every pip process
+bundler starts is logged by a sitecustomize on PYTHONPATH (in that process only), so a
+test sees whether bundler resolved, downloaded or only installed exact files; pip's
+index is an address nothing answers at, so a download from it fails, and the
+requirements say --no-index (uv fails where an index is unreachable). uv resolves,
+pip only downloads exact pins; bundler unpacks the wheels.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from bundler.errors import SourceError, SpecError
+from bundler.pack.builders import pip_wheels
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
 from tests.harness.packing import run_cli, snapshot
@@ -70,7 +73,7 @@ def app(tmp_path: Path, standin_zip: Path, standin_toolkit: Path, standin_framew
     make_wheel(wheels, "demo-a", "1.1")
     make_wheel(wheels, "demo-b", "2.0", "demo-a")
     spec.with_name("requirements.txt").write_text(
-        "--find-links wheels\n-r base.txt  # demo-a\ndemo-b\n")
+        "--no-index\n--find-links wheels\n-r base.txt  # demo-a\ndemo-b\n")
     spec.with_name("base.txt").write_text("-c cons.txt\ndemo-a\n")
     spec.with_name("cons.txt").write_text("demo-a==1.0\n")
     shim = tmp_path / "shim"
@@ -78,6 +81,14 @@ def app(tmp_path: Path, standin_zip: Path, standin_toolkit: Path, standin_framew
     (shim / "sitecustomize.py").write_text(PIP_LOG)
     monkeypatch.setenv("PYTHONPATH", str(shim))
     monkeypatch.setenv("RELOCK_PIP_LOG", str(tmp_path / "pip.log"))
+    real_resolve = pip_wheels.resolve
+
+    def logged_resolve(*args: object, **kwargs: object) -> object:
+        with open(tmp_path / "pip.log", "a") as log:
+            log.write(json.dumps(["resolve"]) + "\n")
+        return real_resolve(*args, **kwargs)   # type: ignore[arg-type]
+
+    monkeypatch.setattr(pip_wheels, "resolve", logged_resolve)
     monkeypatch.setenv("PIP_INDEX_URL", NOWHERE)
     monkeypatch.setenv("PIP_RETRIES", "0")
     monkeypatch.setenv("PIP_TIMEOUT", "2")
@@ -86,7 +97,7 @@ def app(tmp_path: Path, standin_zip: Path, standin_toolkit: Path, standin_framew
 
 
 def pip_calls(spec: Path) -> list[list[str]]:
-    """The pip commands bundler ran since the last call (and forget them)."""
+    """The resolves and pip commands bundler ran since the last call (and forget them)."""
     log = spec.parent.parent / "pip.log"
     calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     log.unlink(missing_ok=True)
@@ -104,9 +115,9 @@ def installed(out: Path) -> set[str]:
 def test_a_repack_installs_the_locked_wheels_without_resolving(app: Path) -> None:
     environ = bundler_cache(app.parent / "cache")
     first = pack(load_spec(app), environ=environ)
-    # The first pack resolved (pip download -r) and recorded the set and every file;
-    # bundler unpacked the wheels itself.
-    assert [call[0] for call in pip_calls(app)] == ["download"]
+    # The first pack resolved (uv, for Windows) and recorded the set and every file;
+    # the wheels were copied from --find-links (no pip) and bundler unpacked them.
+    assert [call[0] for call in pip_calls(app)] == ["resolve"]
     recorded = lock(app)
     wheels = app.with_name("wheels")
     assert recorded["wheels"] == {
@@ -153,9 +164,9 @@ def test_a_nested_change_is_refused_under_locked_at_once_and_resolved_without(
     assert "--locked, but the lock would change: spec app.requirements changed (the " \
            "contents of cons.txt)" in err
     assert pip_calls(app) == [] and app.with_name("app.spec.lock").read_bytes() == lock_bytes
-    # Without --locked the change is followed: pip resolves again, the lock says so.
+    # Without --locked the change is followed: uv resolves again, the lock says so.
     result = pack(load_spec(app), environ=environ)
-    assert [call[0] for call in pip_calls(app)] == ["download"]
+    assert [call[0] for call in pip_calls(app)] == ["resolve"]
     assert installed(result.out) == {"demo_a-1.1.dist-info", "demo_b-2.0.dist-info"}
     assert lock(app)["wheels"]["demo-a"]["version"] == "1.1"
     assert "wheel demo-a 1.0 -> 1.1" in result.lock_changes
@@ -167,7 +178,7 @@ def test_update_lock_resolves_again(app: Path) -> None:
     pack(load_spec(app), environ=environ)
     pip_calls(app)
     pack(load_spec(app), environ=environ, update_lock=True)
-    assert [call[0] for call in pip_calls(app)] == ["download"]
+    assert [call[0] for call in pip_calls(app)] == ["resolve"]
 
 
 def test_a_wheel_missing_from_the_cache_is_named_offline_and_fetched_by_pin_online(
@@ -198,12 +209,12 @@ def test_a_wheel_missing_from_the_cache_is_named_offline_and_fetched_by_pin_onli
 def test_a_failed_download_suggests_offline_when_the_cache_keeps_wheels(app: Path) -> None:
     environ = bundler_cache(app.parent / "cache")
     pack(load_spec(app), environ=environ)
-    # The index unreachable and the lock gone: pip must resolve, and cannot.
+    # The wheels' folder and the lock gone: uv must resolve, and cannot.
     shutil.rmtree(app.with_name("wheels"))
     app.with_name("app.spec.lock").unlink()
     with pytest.raises(SourceError) as caught:
         pack(load_spec(app), environ=environ)
-    assert "pip could not download" in caught.value.message
+    assert "uv could not resolve the app's requirements" in caught.value.message
     assert "holds every wheel they need (2 kept): pack --offline" in caught.value.hint
     result = pack(load_spec(app), environ=environ, offline=True)   # ... and it works
     assert installed(result.out) == {"demo_a-1.0.dist-info", "demo_b-2.0.dist-info"}
@@ -244,7 +255,7 @@ def test_an_unchanged_repack_is_up_to_date_and_a_nested_edit_is_not(
     code, out, err = run_cli(capsys, "pack", app, "--json")
     assert code == 0, err
     assert json.loads(out)["up_to_date"] is False
-    assert [call[0] for call in pip_calls(app)] == ["download"]
+    assert [call[0] for call in pip_calls(app)] == ["resolve"]
     code, out, err = run_cli(capsys, "pack", app, "--json")
     assert code == 0, err
     assert json.loads(out)["up_to_date"] is True and pip_calls(app) == []
@@ -253,5 +264,5 @@ def test_an_unchanged_repack_is_up_to_date_and_a_nested_edit_is_not(
     assert code == 0, err
     summary = json.loads(out)
     assert summary["up_to_date"] is False
-    assert [call[0] for call in pip_calls(app)] == ["download"]
+    assert [call[0] for call in pip_calls(app)] == ["resolve"]
     assert installed(Path(summary["out"])) == {"demo_a-1.1.dist-info", "demo_b-2.0.dist-info"}

@@ -8,8 +8,9 @@ Made entirely on this machine (Linux or Windows, no Wine): nothing of it runs he
       <name>.cmd           runs <entry> with python/python.exe, arguments passed
       python/              python.org's embeddable CPython of app.python (cpython_embed)
         python3X._pth      the app folder, the standard library, Lib/site-packages
-        Lib/site-packages  app.requirements as win_amd64 wheels (pip_wheels), less
-                           the nvidia-* wheels' DLLs the runtime provides (one_copy)
+        Lib/site-packages  app.requirements as win_amd64 wheels, resolved for the
+                           recipe's platform and this CPython (pip_wheels, with uv),
+                           less the nvidia-* wheels' DLLs the runtime provides (one_copy)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from bundler.pack.builders.cpython_embed import (
 )
 from bundler.pack.builders.folder import build_folder_app, require_app_path
 from bundler.pack.builders.pip_wheels import WHEEL_TAG, LockedWheel, install_requirements
+from bundler.pack.builders.target_resolve import ResolveTarget
 from bundler.pack.one_copy import LeftOutWheel, leave_out_provided
 
 if TYPE_CHECKING:
@@ -59,7 +61,9 @@ def build_embedded_python_app(spec: Spec, recipe: Recipe, staging: Path, target:
     left_out: tuple[LeftOutWheel, ...] = ()
     wheels: tuple[LockedWheel, ...] | None = None
     if spec.requirements is not None:
-        wheels = install_requirements(spec.requirements, embed, site_packages,
+        # Resolved for the recipe's platform and the bundle's CPython, not this machine.
+        resolve_for = ResolveTarget(recipe.target.python_platform, embed.cpython)
+        wheels = install_requirements(spec.requirements, embed, resolve_for, site_packages,
                                       options.environ, options.offline,
                                       options.locked_wheels)
         # onnxruntime-gpu[cuda,cudnn], torch: their loaders would map the nvidia-*

@@ -1,25 +1,29 @@
-"""The app's requirements as Windows wheels, resolved with this machine's pip.
+"""The app's requirements as wheels for the bundle's platform and Python.
 
-pip resolves the spec's requirements file for the bundle's Python, not the one running
-bundler: `--platform win_amd64 --implementation cp --python-version 3.X` with
-`--only-binary=:all:` (a source distribution would have to be built for Windows, which
-pip cannot do here). pip resolves once: `pip download` into a fresh folder (the index
-and pip's own options apply, also those the requirements file holds: --index-url,
---find-links, --hash ...; under --offline only the wheel cache's folder), whose wheels
-are kept in bundler's wheel cache (python/cp3X-win_amd64/) and recorded in the lock
-(name, version, file, sha256). Then bundler unpacks exactly those wheels itself
-(wheel_install: the set is exact, nothing is left for pip to decide). A re-pack whose
-requirement files the lock records unchanged skips the resolve: it unpacks the lock's
-wheels from the cache, each checked by its sha256 (fetching one that is missing by its
-exact pin and hash, or naming it under --offline), starting no pip process; both ways
-make the same site-packages. Nothing is compiled (this machine's Python would write
-its own bytecode).
+The set is resolved for the target, not for this machine: uv (target_resolve) evaluates
+the requirements' environment markers as the bundle's CPython would, where pip would
+evaluate them for the machine it runs on whatever `--platform` says, and ship the
+wrong dependencies (pip is no longer asked to resolve). The wheel uv chose for each
+project is taken by its URL and checked against the sha256 uv read from the index: a
+--find-links folder's file is copied, an index's is fetched with this machine's pip
+(`pip download --no-deps --require-hashes NAME @ URL`: pip decides nothing there,
+no marker and no version, it is the one downloader here that already takes the
+user's pip settings: proxies, certificates, credentials; uv has no download command).
+The `--hash` pins of the requirement files are checked as pip checks them (uv
+resolves without looking at them). The wheels are kept in bundler's wheel cache
+(python/cp3X-win_amd64/) and recorded in the lock (name, version, file, sha256) with
+what they were resolved for (`wheels_for`). Then bundler unpacks exactly those wheels
+itself (wheel_install: the set is exact, nothing is left for an installer to decide).
+A re-pack whose requirement files the lock records unchanged, resolved for the same
+target, skips the resolve: it unpacks the lock's wheels from the cache, each checked by
+its sha256 (fetching one that is missing by its exact pin and hash, or naming it under
+--offline), starting no resolver and no pip; both ways make the same site-packages.
+Nothing is compiled (this machine's Python would write its own bytecode).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -27,15 +31,20 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from bundler.errors import SourceError
 from bundler.pack.builders.cpython_embed import PLATFORM, Embeddable
+from bundler.pack.builders.target_resolve import Resolved, ResolveTarget, resolve
 from bundler.pack.builders.wheel_install import install_wheels
+from bundler.pack.requirement_files import hash_pins, source_options
 from bundler.pack.sources.fetch import cache_root
 from bundler.support.hashing import sha256_file
 from bundler.targets.registry import platform_for
 
 WHEEL_TAG = platform_for(PLATFORM).wheel_tag   # the embeddable CPython's platform's
+
 
 def wheel_cache(embed: Embeddable, environ: Mapping[str, str]) -> Path:
     """Where the requirements' wheels are kept for --offline packs."""
@@ -56,21 +65,15 @@ class LockedWheel:
     file: str      # the wheel's file name, as in the wheel cache
     sha256: str
 
-    @classmethod
-    def of_file(cls, wheel: Path) -> LockedWheel:
-        project, version = wheel.name.split("-")[:2]
-        return cls(re.sub(r"[-_.]+", "-", project).lower(), version, wheel.name,
-                   sha256_file(wheel, f"hashing {wheel.name}"))
 
-
-def install_requirements(requirements: Path, embed: Embeddable, site_packages: Path,
-                         environ: Mapping[str, str], offline: bool,
+def install_requirements(requirements: Path, embed: Embeddable, target: ResolveTarget,
+                         site_packages: Path, environ: Mapping[str, str], offline: bool,
                          locked: tuple[LockedWheel, ...] | None = None
                          ) -> tuple[LockedWheel, ...]:
-    """Install what `requirements` names, as win_amd64 wheels, into `site_packages`, and
-    return the wheel set. `locked`: the set the lock names for these very requirement
-    files; then exactly those wheels are installed from the wheel cache (checked by
-    sha256), with no resolver and no index."""
+    """Install what `requirements` names, resolved for `target` as wheels, into
+    `site_packages`, and return the wheel set. `locked`: the set the lock names for
+    these very requirement files and this target; then exactly those wheels are
+    installed from the wheel cache (checked by sha256), with no resolver and no index."""
     if not requirements.is_file():
         raise SourceError(f"{requirements}: app.requirements names no such file",
                           "set app.requirements to a pip requirements file, relative to "
@@ -83,55 +86,115 @@ def install_requirements(requirements: Path, embed: Embeddable, site_packages: P
         cached_wheels(locked, cache, requirements, embed, offline)
         _install_files([cache / wheel.file for wheel in locked], site_packages)
         return locked
-    print(f"bundler: installing {requirements.name} for Windows x64, CPython "
-          f"{embed.python}, with pip", file=sys.stderr)
+    print(f"bundler: resolving {requirements.name} for {target.describe()} with uv",
+          file=sys.stderr)
     cache.mkdir(parents=True, exist_ok=True)
-    download = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
+    scratch = Path(tempfile.mkdtemp(prefix=".resolve-", dir=cache))
     try:
-        if offline:   # pip resolves from the cache's wheels only
-            _pip(["download", "--dest", str(download), "--no-index", "--find-links",
-                  str(cache), *_target_options(embed), "-r", str(requirements)],
-                 requirements, "install",
-                 f"pack once without --offline (the wheels are then kept in {cache})")
-        else:
-            try:
-                _pip(["download", "--dest", str(download), *_target_options(embed),
-                      "-r", str(requirements)], requirements, "download")
-            except SourceError as failed:
-                covered = _cache_covers(requirements, embed, cache, download)
-                raise SourceError(failed.message, _download_hint(cache, covered)) from None
-            _keep(download, cache)
-        wheels = tuple(LockedWheel.of_file(wheel) for wheel in sorted(download.glob("*.whl")))
-        _install_files([download / wheel.file for wheel in wheels], site_packages)
+        resolved = _resolve(requirements, target, scratch, cache, offline)
+        _check_hash_pins(requirements, resolved)
+        wheels = _fetched(resolved, requirements, embed, cache, scratch)
+        _install_files([cache / wheel.file for wheel in wheels], site_packages)
         return wheels
     finally:
-        shutil.rmtree(download, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _cache_covers(requirements: Path, embed: Embeddable, cache: Path, scratch: Path
-                  ) -> bool:
-    """Whether the wheel cache alone satisfies the requirements (pip resolves from it,
-    no index), asked only once a download failed, so the hint can say so."""
+def _resolve(requirements: Path, target: ResolveTarget, scratch: Path, cache: Path,
+             offline: bool) -> list[Resolved]:
+    if offline:
+        try:
+            return resolve(requirements, target, scratch, offline_from=cache)
+        except SourceError as failed:
+            raise SourceError(failed.message.replace("could not resolve", "could not "
+                                                     "resolve offline", 1),
+                              f"pack once without --offline (the wheels are then kept "
+                              f"in {cache})") from None
     try:
-        _pip(["download", "--dest", str(scratch / "offline"), "--no-index", "--find-links",
-              str(cache), *_target_options(embed), "-r", str(requirements)], requirements,
-             "resolve")
+        return resolve(requirements, target, scratch)
+    except SourceError as failed:
+        covered = _cache_covers(requirements, target, cache, scratch)
+        raise SourceError(failed.message, _download_hint(cache, covered)) from None
+
+
+def _cache_covers(requirements: Path, target: ResolveTarget, cache: Path, scratch: Path
+                  ) -> bool:
+    """Whether the wheel cache alone satisfies the requirements (uv resolves from it,
+    no index), asked only once a resolve failed, so the hint can say so."""
+    (scratch / "offline").mkdir(exist_ok=True)
+    try:
+        resolve(requirements, target, scratch / "offline", offline_from=cache)
     except SourceError:
         return False
     return True
 
 
 def _download_hint(cache: Path, covered: bool) -> str:
-    """pip could not download: the network, the index, or a requirement with no Windows
-    wheel. Where the wheel cache holds every wheel the requirements need (`covered`),
-    --offline needs nothing more: said so."""
+    """uv could not resolve: the network, the index, or a requirement with no wheel for
+    the target. Where the wheel cache holds every wheel the requirements need
+    (`covered`), --offline needs nothing more: said so."""
     kept = len(list(cache.glob("*.whl"))) if covered else 0
     offline = (f"; if the network is what failed, the wheel cache {cache} holds every "
                f"wheel they need ({kept} kept): pack --offline installs from it alone"
                if kept else "")
     return (f"every requirement needs a {WHEEL_TAG} (or pure Python) wheel for the spec's "
-            f"app.python; check the names and versions, the network and your package "
-            f"index{offline}")
+            f"app.python (a source distribution cannot be built for the target here); "
+            f"check the names and versions, the network and your package index{offline}")
+
+
+def _check_hash_pins(requirements: Path, resolved: list[Resolved]) -> None:
+    """pip's hash-checking mode, which uv's resolve does not apply: once a requirement
+    line has a --hash, every wheel must match a pin of its project."""
+    pins = hash_pins(requirements)
+    if not pins:
+        return
+    for wheel in resolved:
+        if wheel.name not in pins:
+            raise SourceError(f"{requirements}: hashes are given, but none for "
+                              f"{wheel.name} ({wheel.file}), which the requirements need",
+                              f"add {wheel.name}=={wheel.version} "
+                              f"--hash=sha256:{wheel.sha256} after checking that file, "
+                              "or remove every --hash")
+        if wheel.sha256 not in pins[wheel.name]:
+            raise SourceError(f"{requirements}: {wheel.file} has sha256 {wheel.sha256}, "
+                              f"which no --hash given for {wheel.name} matches",
+                              "check where the wheel comes from, and the pinned hash")
+
+
+def _fetched(resolved: list[Resolved], requirements: Path, embed: Embeddable,
+             cache: Path, scratch: Path) -> tuple[LockedWheel, ...]:
+    """Each resolved wheel in the wheel cache, checked by uv's sha256: a local file
+    copied, an index's fetched by its URL and hash."""
+    remote = []
+    for wheel in resolved:
+        if _holds(cache / wheel.file, wheel.sha256):
+            continue
+        if wheel.url.startswith("file:"):
+            source = Path(url2pathname(urlsplit(wheel.url).path))
+            shutil.copyfile(source, scratch / wheel.file)
+            _keep_checked(scratch / wheel.file, wheel, cache, requirements)
+        else:
+            remote.append(wheel)
+    if remote:
+        _pip_fetch([f"{wheel.name} @ {wheel.url} --hash=sha256:{wheel.sha256}\n"
+                    for wheel in remote], requirements, embed, scratch / "download",
+                   ", ".join(wheel.file for wheel in remote),
+                   "check the network and your package index")
+        for wheel in remote:
+            _keep_checked(scratch / "download" / wheel.file, wheel, cache, requirements)
+    return tuple(sorted((LockedWheel(wheel.name, wheel.version, wheel.file, wheel.sha256)
+                         for wheel in resolved), key=lambda wheel: wheel.file))
+
+
+def _keep_checked(fetched: Path, wheel: Resolved, cache: Path, requirements: Path) -> None:
+    """A fetched wheel into the cache, once it is the file the resolve named."""
+    if not _holds(fetched, wheel.sha256):
+        raise SourceError(f"{requirements}: {wheel.file} is not the file the resolve "
+                          f"named (sha256 {wheel.sha256})",
+                          "check where the wheel comes from and pack again")
+    part = cache / (wheel.file + ".part")
+    os.replace(fetched, part)
+    os.replace(part, cache / wheel.file)
 
 
 def _install_files(wheels: list[Path], site_packages: Path) -> None:
@@ -164,23 +227,19 @@ def _holds(kept: Path, sha256: str) -> bool:
 
 def _fetch_pinned(missing: list[LockedWheel], cache: Path, requirements: Path,
                   embed: Embeddable) -> None:
-    """`pip download --no-deps --require-hashes` of `name==version` for each missing
-    wheel, with the index options of the user's requirements file, into the cache."""
+    """Each missing locked wheel by its exact pin and hash (`name==version`, no
+    dependencies: nothing resolved), from where the requirement files take wheels."""
     cache.mkdir(parents=True, exist_ok=True)
-    download = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
+    scratch = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
     try:
-        pins = download / "pins.txt"
-        pins.write_text("".join(_index_options(requirements)) + "".join(
-            f"{wheel.name}=={wheel.version} --hash=sha256:{wheel.sha256}\n"
-            for wheel in missing), encoding="utf-8")
         names = ", ".join(wheel.file for wheel in missing)
-        _pip(["download", "--dest", str(download), "--no-deps", "--require-hashes",
-              *_target_options(embed), "-r", str(pins)], requirements,
-             f"fetch the locked wheel(s) {names} missing from the wheel cache for",
-             "check the network and your package index, or pass --update-lock to "
-             "resolve the requirements again")
+        _pip_fetch([f"{wheel.name}=={wheel.version} --hash=sha256:{wheel.sha256}\n"
+                    for wheel in missing], requirements, embed, scratch,
+                   f"the locked wheel(s) {names} missing from the wheel cache",
+                   "check the network and your package index, or pass --update-lock to "
+                   "resolve the requirements again")
         for wheel in missing:
-            fetched = download / wheel.file
+            fetched = scratch / wheel.file
             if not _holds(fetched, wheel.sha256):
                 raise SourceError(f"{requirements}: the lock names {wheel.file}, but the "
                                   "index served another file for "
@@ -188,33 +247,24 @@ def _fetch_pinned(missing: list[LockedWheel], cache: Path, requirements: Path,
                                   "pass --update-lock to resolve the requirements again")
             os.replace(fetched, cache / wheel.file)
     finally:
-        shutil.rmtree(download, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _index_options(requirements: Path) -> list[str]:
-    """The lines of the requirements file that say where wheels come from (the index,
-    extra indexes, --find-links, relative to its folder), for fetching exact pins."""
-    options = ("-i", "--index-url", "--extra-index-url", "--no-index", "-f",
-               "--find-links", "--trusted-host")
-    lines = requirements.read_text(encoding="utf-8", errors="replace").splitlines()
-    kept = []
-    for line in lines:
-        words = line.split()
-        if words and words[0].split("=")[0] in options:
-            if words[0] in ("-f", "--find-links") and len(words) > 1 and "://" not in words[1]:
-                words[1] = str(requirements.parent / words[1])
-            kept.append(" ".join(words) + "\n")
-    return kept
-
-
-def _keep(download: Path, cache: Path) -> None:
-    """Each downloaded wheel into the cache, for --offline (a file by that name is the
-    same wheel: names carry version and build tags)."""
-    for wheel in download.glob("*.whl"):
-        kept = cache / wheel.name
-        if not kept.exists():
-            shutil.copyfile(wheel, kept.with_name(kept.name + ".part"))
-            os.replace(kept.with_name(kept.name + ".part"), kept)
+def _pip_fetch(pins: list[str], requirements: Path, embed: Embeddable, dest: Path,
+               what: str, hint: str) -> None:
+    """`pip download --no-deps --require-hashes` of exact pins (a version or a URL, each
+    with its sha256) for the target's tags, with the requirement files' source options:
+    a download, never a resolve (no dependency, so no marker, is read)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    listed = dest / "pins.txt"
+    listed.write_text("".join(source_options(requirements)) + "".join(pins),
+                      encoding="utf-8")
+    try:
+        _pip(["download", "--dest", str(dest), "--no-deps", "--require-hashes",
+              *_target_options(embed), "-r", str(listed)], requirements,
+             f"fetch {what} for", hint)
+    finally:
+        listed.unlink(missing_ok=True)
 
 
 def _drop_scripts(folder: Path) -> None:
@@ -229,7 +279,7 @@ def _drop_scripts(folder: Path) -> None:
         folder.rmdir()
 
 
-def _pip(args: list[str], requirements: Path, what: str, hint: str = "") -> None:
+def _pip(args: list[str], requirements: Path, what: str, hint: str) -> None:
     """Run this Python's pip in the requirements file's folder (where a user runs
     `pip install -r`), in bundler's own environment (the user's pip settings, proxies);
     a failure names pip's own error lines."""
@@ -242,7 +292,4 @@ def _pip(args: list[str], requirements: Path, what: str, hint: str = "") -> None
     errors = [line for line in lines if line.startswith("ERROR:")] or lines[-1:]
     said = " ".join(errors) or f"pip exited with {result.returncode}"
     raise SourceError(f"{requirements}: pip could not {what} the app's requirements as "
-                      f"{WHEEL_TAG} wheels: {said}",
-                      hint or f"every requirement needs a {WHEEL_TAG} (or pure Python) wheel "
-                      "for the spec's app.python; check the names and versions, the "
-                      "network and your package index")
+                      f"{WHEEL_TAG} wheels: {said}", hint)
