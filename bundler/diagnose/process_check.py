@@ -3,28 +3,33 @@
 verify and doctor read files; only a process shows which copy of cuDNN it runs on. This
 starts the packed app — by default its entry script with the bootstrap's import-only
 switch (the bootstrap loads the runtime, writes its report and exits 0 before the app's
-own code), or the COMMAND given — with `BUNDLER_PROCESS_REPORT` naming a folder where
-the bootstrap of every process it starts writes, as the process exits, every module the
-process maps: /proc/self/maps on Linux, EnumProcessModules on Windows
-(runtime/loader_linux.py, loader_windows.py). It fails on a cuDNN/CUDA module that
-is not the bundle's file, on a library mapped from two files (two of one SONAME or DLL
-name) and when no process reported: never an "ok" without a process seen.
+own code), or the COMMAND given — under a tracer (diagnose/process_run.py): the kernel
+(ptrace on Linux) or the debugger (the Windows debug API, also under Wine) records every
+file any process of the command maps as code, as it is mapped: a copy renamed, deleted
+or unloaded before exit, or mapped by a child that leaves through os._exit, is seen.
+Each is judged by what it is (diagnose/process_judge.py: its SONAME read from its bytes,
+its content sha256, the cuDNN/CUDA API it defines) against the manifest of the bundle
+folder given on the command line, never the folder a process reports for itself.
 
-Which modules are cuDNN/CUDA: the platform's own CUDA naming (windows.toml, linux.toml:
-cuda_release_prefixes and cuda_library_majors), cuDNN's family name, and the names of
-the bundle's own files; driver libraries (libcuda.so.1, nvcuda.dll) are the machine's.
+It fails on a cuDNN/CUDA object that is not the bundle's file, on a library mapped from
+two files in one process, on a timeout (the whole process tree is killed) and when no
+process ran the bootstrap: never an "ok" without a process seen. Where nothing can trace
+(ptrace refused, no Windows Python under Wine) it judges what each process's bootstrap
+reported of itself (BUNDLER_PROCESS_REPORT, runtime/loader_*.py), and says so.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
+import shutil
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bundler.diagnose.process_judge import MappedModule, judge_trace
+from bundler.diagnose.process_run import from_reports, run_command, under_wine, windows_path
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
 from bundler.formats.manifest import FoundManifest
 from bundler.runtime.rules import IMPORT_ONLY, PROCESS_REPORT
@@ -32,19 +37,9 @@ from bundler.targets.registry import Platform, platform_for, this_machine
 
 __all__ = ["MappedModule", "ProcessCheck", "check_process", "print_check"]
 
-_TAIL = 8   # the app's last lines of output kept in a report
 NO_PROCESS = ("no process of the app reported what it mapped: the bootstrap did not run "
               "(or stopped the app) in any process the command started")
-
-
-@dataclass(frozen=True)
-class MappedModule:
-    """One cuDNN/CUDA file a process mapped."""
-
-    pid: int
-    name: str          # its SONAME (Linux) or file name (Windows): what a load asks for
-    path: str          # as the process named it
-    from_bundle: bool
+_EMBEDDED_PYTHON = ("python", "python.exe")   # an embedded-python bundle's interpreter
 
 
 @dataclass(frozen=True)
@@ -52,10 +47,14 @@ class ProcessCheck:
     app: str
     command: tuple[str, ...]
     import_only: bool             # the default: the bootstrap's loads only, no app code
+    traced: bool                  # the kernel/debugger saw every mapping (else: reports)
+    untraced_why: str             # why not traced ("" when traced)
     exit_code: int | None         # None: it did not start, or was stopped
-    processes: tuple[int, ...]    # the pids that reported
+    timed_out: bool
+    processes: tuple[int, ...]    # the pids whose bootstrap ran (and reported)
+    traced_processes: tuple[int, ...]   # every process the tracer saw
     modules: tuple[MappedModule, ...]
-    foreign: tuple[str, ...]      # "pid: path": cuDNN/CUDA modules not from the bundle
+    foreign: tuple[str, ...]      # "pid: path": cuDNN/CUDA objects not the bundle's
     doubled: tuple[str, ...]      # "pid: name: path, path": one library from two files
     problems: tuple[str, ...]     # why the process cannot be judged (and no process
     #                               reported: NO_PROCESS, said where it is printed)
@@ -63,7 +62,8 @@ class ProcessCheck:
 
     @property
     def ok(self) -> bool:
-        return bool(self.processes) and not (self.foreign or self.doubled or self.problems)
+        return bool(self.processes) and not (self.foreign or self.doubled or self.problems
+                                             or self.timed_out)
 
     def to_dict(self) -> dict[str, object]:
         return {**asdict(self), "ok": self.ok}
@@ -71,43 +71,56 @@ class ProcessCheck:
 
 def check_process(found: FoundManifest, command: list[str], timeout: float) -> ProcessCheck:
     """Run the app (`command`, or its entry import-only) and judge what it mapped."""
-    manifest = found.manifest
-    platform = platform_for(manifest.platform, found.path)
+    platform = platform_for(found.manifest.platform, found.path)
     import_only = not command
     if import_only:
         command = _default_command(found, platform)
+    top = found.root.parent if found.root.name == "_internal" else found.root
     with tempfile.TemporaryDirectory(prefix="bundler-run-") as folder:
-        env = {**os.environ, PROCESS_REPORT: folder}
+        env = {**os.environ, PROCESS_REPORT: windows_path(folder) if under_wine(command)
+               else folder}
         if import_only:
             env[IMPORT_ONLY] = "1"
-        exit_code, output, problems = _run(command, env, found, timeout)
-        reports = _read_reports(Path(folder), problems)
-    if exit_code is not None and exit_code != 0:
-        problems.append(f"the app exited with status {exit_code}" + (
-            f": {output[-1]}" if output else ""))
-    bundled = {_key(platform, f.path) for f in manifest.files}
-    bundled_names = {key.rsplit("/", 1)[-1] for key in bundled}
-    modules: list[MappedModule] = []
-    foreign, doubled = [], []
-    for report in reports:
-        pid, app = int(report["pid"]), str(report["app"])
-        seen = [_module(platform, pid, app, path, bundled)
-                for path in report["modules"] if _counts(platform, path, bundled_names)]
-        modules += seen
-        foreign += [f"{pid}: {m.path}" for m in seen if not m.from_bundle]
-        by_name: dict[str, list[str]] = {}
-        for module in seen:
-            by_name.setdefault(platform.name_key(module.name), []).append(module.path)
-        doubled += [f"{pid}: {name}: {', '.join(paths)}" for name, paths in by_name.items()
-                    if len(paths) > 1]
+        trace = run_command(command, env, top, timeout, _bundled_python(found))
+        try:
+            problems = list(trace.problems)
+            reports = _read_reports(Path(folder), problems)
+            if not trace.traced:
+                from_reports(trace, reports)
+            judged = judge_trace(found, platform, trace, _tops(found.root))
+        finally:
+            trace.close()
+    if trace.exit_code is not None and trace.exit_code != 0:
+        problems.append(f"the app exited with status {trace.exit_code}" + (
+            f": {trace.output[-1]}" if trace.output else ""))
+    if trace.timed_out:
+        problems.append(f"timed out: the app still ran after {timeout:g} s; every process "
+                        f"it started was killed ({', '.join(map(str, trace.killed))})")
     return ProcessCheck(app=str(found.root), command=tuple(command), import_only=import_only,
-                        exit_code=exit_code, processes=tuple(int(r["pid"]) for r in reports),
-                        modules=tuple(modules), foreign=tuple(foreign),
-                        doubled=tuple(doubled), problems=tuple(problems), output=output)
+                        traced=trace.traced, untraced_why=trace.why_not,
+                        exit_code=trace.exit_code, timed_out=trace.timed_out,
+                        processes=tuple(int(r["pid"]) for r in reports),
+                        traced_processes=tuple(sorted(trace.mappings)) if trace.traced
+                        else (), modules=judged.modules, foreign=judged.foreign,
+                        doubled=judged.doubled, problems=tuple(problems),
+                        output=trace.output)
+
+
+def _tops(root: Path) -> tuple[str, ...]:
+    """The bundle folder as a process may name it: here, and as Wine's Z: drive."""
+    real = os.path.realpath(root)
+    return (real, str(root)) if sys.platform == "win32" else (
+        real, windows_path(real), str(root.absolute()), windows_path(str(root.absolute())))
+
+
+def _bundled_python(found: FoundManifest) -> Path | None:
+    python = found.root.joinpath(*_EMBEDDED_PYTHON)
+    return python if python.is_file() else None
 
 
 def _default_command(found: FoundManifest, platform: Platform) -> list[str]:
-    """The entry script run by this Python: only a folder app of this machine's platform."""
+    """The entry script run by this Python (a folder app of this machine's platform), or
+    by the bundle's own python.exe under Wine (a Windows bundle on Linux)."""
     entry = found.manifest.bootstrap.entry
     here = this_machine()
     if not entry or not entry.endswith(".py") or not found.manifest.bootstrap.path:
@@ -115,29 +128,22 @@ def _default_command(found: FoundManifest, platform: Platform) -> list[str]:
                            "(a frozen or native app)",
                            "give the command that starts it: bundler verify --run APPDIR -- "
                            "COMMAND ...")
-    if here is None or here.name != platform.name:
-        raise BundlerError(f"{found.root}: a {platform.os_name} bundle cannot run on this "
-                           "machine by itself",
-                           "give the command that starts it (e.g. its Python under Wine): "
-                           "bundler verify --run APPDIR -- COMMAND ...")
-    return [sys.executable, str(found.root / entry)]
-
-
-def _run(command: list[str], env: dict[str, str], found: FoundManifest, timeout: float
-         ) -> tuple[int | None, tuple[str, ...], list[str]]:
-    """(exit status or None, its last lines on stderr, problems), run from the app's top."""
-    top = found.root.parent if found.root.name == "_internal" else found.root
-    try:
-        done = subprocess.run(command, env=env, cwd=top, capture_output=True, timeout=timeout,
-                              check=False)
-    except OSError as exc:
-        return None, (), [f"the command {command[0]!r} did not start ({exc})"]
-    except subprocess.TimeoutExpired:
-        return None, (), [f"the app still ran after {timeout:g} s and was stopped: give "
-                          "--timeout, or a command that exits"]
-    sys.stderr.write(done.stdout.decode(errors="replace"))
-    lines = done.stderr.decode(errors="replace").splitlines()
-    return done.returncode, tuple(line for line in lines[-_TAIL:] if line.strip()), []
+    if here is not None and here.name == platform.name:
+        return [sys.executable, str(found.root / entry)]
+    python = _bundled_python(found)
+    if platform.os_name == "Windows" and sys.platform.startswith("linux"):
+        wine = shutil.which("wine") or shutil.which("wine64")
+        if not wine:
+            raise BundlerError(f"{found.root}: a Windows bundle runs on Linux under Wine, "
+                               "and Wine is not installed",
+                               "install Wine (e.g. apt install wine64), or run bundler verify "
+                               "--run on Windows (docs/diagnosing.md#under-wine)")
+        if python:
+            return [wine, windows_path(str(python)), windows_path(str(found.root / entry))]
+    raise BundlerError(f"{found.root}: a {platform.os_name} bundle cannot run on this "
+                       "machine by itself",
+                       "give the command that starts it (e.g. its Python under Wine): "
+                       "bundler verify --run APPDIR -- COMMAND ...")
 
 
 def _read_reports(folder: Path, problems: list[str]) -> list[dict]:
@@ -154,46 +160,6 @@ def _read_reports(folder: Path, problems: list[str]) -> list[dict]:
     return reports
 
 
-def _key(platform: Platform, path: str) -> str:
-    """A path in the form two of a process's paths are compared in."""
-    return platform.name_key(path.replace("\\", "/").rstrip("/"))
-
-
-def _name(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
-
-
-def _counts(platform: Platform, path: str, bundled_names: set[str]) -> bool:
-    """Whether a mapped file is a cuDNN/CUDA library, by the platform's naming."""
-    name, facts = _name(path), platform.facts()
-    if not platform.is_library(name) or facts.is_driver(name):
-        return False
-    return (facts.is_cuda_library(name) or platform.library_stem(name).startswith("cudnn")
-            or platform.name_key(name) in bundled_names)
-
-
-def _module(platform: Platform, pid: int, app: str, path: str, bundled: set[str]
-            ) -> MappedModule:
-    relative = _key(platform, path)
-    top = _key(platform, app) + "/"
-    inside = relative[len(top):] if relative.startswith(top) else ""
-    return MappedModule(pid=pid, name=_library_name(platform, path), path=path,
-                        from_bundle=bool(inside) and inside in bundled)
-
-
-def _library_name(platform: Platform, path: str) -> str:
-    """The name a load asks for: the SONAME the file declares where the platform has
-    them (a readable ELF file on this machine), else its file name."""
-    if not platform.case_insensitive and os.path.isfile(path):
-        try:
-            soname = platform.read_library(Path(path)).soname
-        except (BundlerError, OSError, ValueError):
-            soname = ""
-        if soname:
-            return soname
-    return _name(path)
-
-
 def print_check(check: ProcessCheck, as_json: bool) -> int:
     """Print the check (JSON, or a line per finding); the exit status."""
     if as_json:
@@ -204,28 +170,40 @@ def print_check(check: ProcessCheck, as_json: bool) -> int:
     # The bundle's first, then what is not (each module once: `foreign` lists the same).
     for module in sorted(check.modules, key=lambda m: (not m.from_bundle, m.pid, m.name)):
         where = "bundle" if module.from_bundle else "NOT FROM THE BUNDLE"
-        print(f"{where}: {module.pid}: {module.name} {module.path}")
+        why = f" ({module.why})" if module.why else ""
+        print(f"{where}: {module.pid}: {module.name} {module.path}{why}")
     for item in check.doubled:
         print(f"mapped twice: {item}")
     for problem in check.problems:
         print(f"not verified: {problem}", file=sys.stderr)
     if not check.processes:
         print(f"not verified: {NO_PROCESS}", file=sys.stderr)
+    if not check.traced:
+        print(f"not traced: {check.untraced_why}; judged from what each process reported of "
+              "itself (a library unloaded, renamed or deleted before exit, or mapped by a "
+              "child that left through os._exit, is not seen)", file=sys.stderr)
     mode = "its entry, import-only" if check.import_only else "the command"
     if check.ok:
         count = len({m.path for m in check.modules})
-        print(f"ok: {len(check.processes)} process(es) of {check.app} ({mode}) map "
+        seen = "traced" if check.traced else "reported, NOT TRACED"
+        print(f"ok: {len(check.processes)} process(es) of {check.app} ({mode}; {seen}) map "
               f"{count} cuDNN/CUDA libraries, each once, all from the bundle")
         return EXIT_OK
-    print(f"{check.app}: the running app ({mode}) does not run on the bundle's runtime "
-          "alone; hint: " + _hint(check), file=sys.stderr)
+    print(f"{check.app}: " + ("the running app timed out" if check.timed_out else
+                              f"the running app ({mode}) does not run on the bundle's "
+                              "runtime alone") + "; hint: " + _hint(check), file=sys.stderr)
     return EXIT_PROBLEMS
 
 
 def _hint(check: ProcessCheck) -> str:
+    if check.timed_out:
+        return ("give a longer --timeout, or a command that exits by itself (the default, "
+                "the entry import-only, stops after the bootstrap's loads)")
     if check.problems and not check.processes:
         return ("run the app as its users do (the bootstrap's own message above says "
                 "what stopped it), then verify again")
-    return ("something loads NVIDIA's libraries from elsewhere (a framework's own copies "
-            "in site-packages/nvidia, LD_PRELOAD, a copy on PATH): remove those copies "
-            "from the app's environment (docs/diagnosing.md)")
+    if check.foreign or check.doubled:
+        return ("something loads NVIDIA's libraries from elsewhere (a framework's own copies "
+                "in site-packages/nvidia, LD_PRELOAD, a copy on PATH, another copy of the "
+                "app): remove those copies from the app's environment (docs/diagnosing.md)")
+    return "see the lines above: each says what stopped the check (docs/diagnosing.md)"
