@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bundler.errors import BundlerError
+from bundler.pack.store.trust import check_key_file, make_folder
 from bundler.support.regular_files import NOT_REGULAR, NotARegularFile, open_regular
 from bundler.support.user_dirs import user_config_dir
 
@@ -57,7 +58,7 @@ def _key_file(path: Path) -> bytes:
                                 f"delete it (a new one is made), or set ${KEY_VARIABLE}"
                                 ) from None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent, 0o700)   # the key's folder: this user's alone
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as out:
             out.write(secrets.token_hex(_KEY_BYTES) + "\n")
@@ -74,6 +75,7 @@ def _read_key(path: Path) -> bytes:
     # where the key should be must not hang every pack, nor fill the memory.
     try:
         with open_regular(path) as handle:
+            shared = check_key_file(path, handle.fileno())
             text = handle.read(_MAX_KEY_FILE_BYTES + 1).decode("ascii", "replace").strip()
     except FileNotFoundError:
         raise   # the caller makes the key
@@ -84,6 +86,11 @@ def _read_key(path: Path) -> bytes:
     except OSError as exc:
         raise StoreKeyError(f"{path}: cannot read the runtime store's key ({exc.strerror})",
                             f"fix its permissions, or set ${KEY_VARIABLE}") from None
+    if shared:   # whoever could read it can forge the store's records: not used
+        raise StoreKeyError(f"{path}: the runtime store's key is {shared}: not used",
+                            f"delete it (a new one is made, readable by you only; the "
+                            f"store's records are then read again from the inputs), or "
+                            f"set ${KEY_VARIABLE}")
     key = _key_bytes(text) if len(text) <= _MAX_KEY_FILE_BYTES else b""
     if not key:
         raise StoreKeyError(f"{path}: not a runtime store key",

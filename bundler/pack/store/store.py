@@ -33,6 +33,7 @@ from pathlib import Path
 
 from bundler.errors import BundlerError
 from bundler.pack.store.seal import StoreKeyError, seal, store_key, unseal
+from bundler.pack.store.trust import Untrusted, check_tree, make_folder, make_top_folders
 from bundler.support.hashing import sha256_file
 from bundler.support.json_files import json_bytes, read_json
 from bundler.support.user_dirs import user_cache_dir
@@ -96,8 +97,8 @@ class Store:
         """Note that a pack used the object now (what the size cap keeps longest). A
         marker beside it, not the object's own times: bundles share its inode."""
         marker = self.root / "used" / sha256
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        make_folder(marker.parent)
+        marker.touch(mode=0o644)   # never group-writable, whatever the umask
 
     def last_used(self, sha256: str) -> float:
         for path in (self.root / "used" / sha256, self.object_path(sha256)):
@@ -117,8 +118,8 @@ class Store:
         self.mark_used(sha256)
         if target.exists():
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp.mkdir(parents=True, exist_ok=True)
+        make_folder(target.parent)
+        make_folder(self._tmp)
         temporary = Path(tempfile.mkdtemp(prefix="add-", dir=self._tmp)) / sha256
         try:
             if copy or not _try_link(path, temporary):
@@ -202,6 +203,8 @@ class Store:
         """(registration file, lock path, recipe) for each lock a pack registered."""
         found = []
         for entry in sorted((self.root / "locks").glob("*")):
+            if entry.name.startswith("."):
+                continue   # a registration being written (_write's temporary file)
             try:
                 data = read_json(entry, _MAX_RECORD_BYTES, StoreError, "")
                 found.append((entry, Path(data["lock"]), str(data.get("recipe", ""))))
@@ -213,7 +216,7 @@ class Store:
         return sorted(self.objects.glob("*/*")) if self.objects.is_dir() else []
 
     def _write(self, path: Path, data: object) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent)
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(handle, "wb") as out:
             out.write(json_bytes(data))
@@ -229,26 +232,19 @@ def open_store(environ: Mapping[str, str]) -> Store | None:
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root}: the runtime store is not a folder",
                          f"set {STORE_VARIABLE} to a folder, or to '{DISABLED}'")
-    _refuse_shared(root)
+    try:   # every folder and file this user's, writable by no one else (store/trust.py)
+        check_tree(root)
+    except Untrusted as exc:
+        what = "is" if exc.path == root else f"holds {exc.path}, which is"
+        raise StoreError(f"{root}: the runtime store {what} {exc.why}: not used",
+                         f"{exc.fix}, or set {STORE_VARIABLE} to a folder of your own"
+                         ) from None
     try:
-        return Store(root, store_key(environ))
+        store = Store(root, store_key(environ))
     except StoreKeyError as exc:
         raise StoreError(exc.message, exc.hint) from None
-
-
-def _refuse_shared(root: Path) -> None:
-    """A store another user can write could hand this user's packs their files (the
-    objects prove themselves, but a writer can delete and refill at will): not used."""
-    # Owners and group/other write bits are POSIX's (os.getuid): Windows has ACLs instead.
-    if not hasattr(os, "getuid") or not root.exists():
-        return
-    facts = root.stat()
-    shared = facts.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    if shared or facts.st_uid != os.getuid():
-        who = "another user's" if facts.st_uid != os.getuid() else "writable by other users"
-        raise StoreError(f"{root}: the runtime store is {who}: not used",
-                         f"chmod go-w {root}, or set {STORE_VARIABLE} to a folder of your "
-                         "own")
+    make_top_folders(root)
+    return store
 
 
 class ObjectGone(Exception):

@@ -3,6 +3,8 @@ a pack enforces (least recently used first), and the debris of killed packs."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import time
@@ -124,8 +126,9 @@ def prune(store: Store) -> StoreReport:
     for sha256, _ in report.unpinned:
         remove_read_only(store.object_path(sha256))
     for entry, lock, _ in store.registered_locks():
-        if not lock.is_file():
-            entry.unlink(missing_ok=True)
+        if not lock_exists(lock):
+            _drop_registration(store, entry, lock)
+    _drop_unfinished_registrations(store)
     _drop_orphan_records(store)
     for record in stale_records(store.root):   # "up to date" records of packs now gone
         record.unlink(missing_ok=True)
@@ -135,6 +138,40 @@ def prune(store: Store) -> StoreReport:
         else:
             remove_read_only(leftover)   # an object moved aside may still be a bundle's
     return replace(report, removed=True)
+
+
+def lock_exists(lock: Path) -> bool:
+    return lock.is_file()
+
+
+def _drop_registration(store: Store, entry: Path, lock: Path) -> None:
+    """Forget a lock that is gone, never a pack's registration of it made meanwhile (a
+    pack registers its lock once the lock is in place; the swap of a lock may leave it
+    absent for a moment): the entry is moved aside first, then the lock looked at again
+    — a registration written after the move is a new file, left alone — and put back if
+    the lock is there."""
+    aside = store.root / "tmp" / f"lock-{entry.name}-{os.getpid()}"
+    try:
+        aside.parent.mkdir(exist_ok=True)
+        os.replace(entry, aside)
+    except OSError:
+        return   # gone already, or the store is read-only: nothing pruned
+    try:
+        if lock_exists(lock):
+            with contextlib.suppress(OSError):   # FileExistsError: registered anew
+                os.link(aside, entry)
+    finally:
+        aside.unlink(missing_ok=True)
+
+
+def _drop_unfinished_registrations(store: Store, now: float | None = None) -> None:
+    """The temporary files of registrations a killed pack never finished (older than
+    DEBRIS_AGE: a running pack's is being written now)."""
+    cutoff = (time.time() if now is None else now) - DEBRIS_AGE
+    for path in (store.root / "locks").glob(".*"):
+        with contextlib.suppress(OSError):
+            if path.lstat().st_mtime < cutoff:
+                path.unlink()
 
 
 def _pinning(lock: Path, recipe: str) -> PinningLock:

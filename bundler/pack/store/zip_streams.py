@@ -31,6 +31,7 @@ from typing import BinaryIO
 
 from bundler.errors import BundlerError
 from bundler.pack.store.seal import seal, unseal
+from bundler.pack.store.trust import make_folder
 from bundler.support.json_files import json_bytes, read_json
 
 FOLDER = "zip-streams"
@@ -95,7 +96,7 @@ class StreamCache:
     @contextlib.contextmanager
     def new_stream(self) -> Iterator[BinaryIO]:
         """A temporary file a stream is written to while it is made."""
-        self._tmp.mkdir(parents=True, exist_ok=True)
+        make_folder(self._tmp)
         handle, name = tempfile.mkstemp(prefix="zip-stream-", dir=self._tmp)
         os.close(handle)
         try:
@@ -108,7 +109,7 @@ class StreamCache:
         """Make the stream written to `written` (from new_stream) the kept one."""
         key = self.key_for(content_sha256)
         stream, record_path = self._paths(key)
-        stream.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(stream.parent)   # never group-writable (store/trust.py)
         written.close()   # Windows renames no open file
         os.replace(written.name, stream)
         handle, temporary = tempfile.mkstemp(prefix=f".{key}.", dir=stream.parent)
