@@ -61,6 +61,11 @@ TRUST = "bundler/pack/store/trust.py"
 OWNERS_TESTS = "tests/integration/test_store_owners.py"
 VERIFY = "bundler/diagnose/verify.py"
 LOCK_BUNDLE_TESTS = "tests/integration/test_lock_bundle.py"
+# Issue 42 items 1 and 3 (the store's owners; what a lock pins).
+TRUST = "bundler/pack/store/trust.py"
+OWNERS_TESTS = "tests/integration/test_store_owners.py"
+VERIFY = "bundler/diagnose/verify.py"
+LOCK_BUNDLE_TESTS = "tests/integration/test_lock_bundle.py"
 INIT_TESTS = ("tests/integration/test_init.py",)
 FACTS = "bundler/frameworks/facts.py"
 NAMES = "bundler/frameworks/loaded_names.py"
@@ -722,6 +727,50 @@ MUTANTS = (
            "bundler/pack/store/upkeep.py", "size = _SIZE.fullmatch(text)",
            "size = _SIZE.fullmatch(text) or re.fullmatch(r'(?P<number>.*?)(?P<unit>)', text)",
            ("tests/integration/test_store_upkeep.py",)),
+    # Issue 42 items 1 and 3: the store is this user's alone; a lock pins the whole bundle.
+    Mutant("store-tree-unchecked", "a store with entries others own or can write is used",
+           "bundler/pack/store/store.py", "        check_tree(root)\n", "        pass\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-tree-top-only", "the store's check does not look below its folders",
+           TRUST, "                folders.append(path)\n", "                pass\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-owner-unchecked", "another user's object in the store is used", TRUST,
+           "    if facts.st_uid != os.getuid():\n        raise Untrusted(path, f\"another",
+           "    if False:\n        raise Untrusted(path, f\"another", (OWNERS_TESTS,)),
+    Mutant("store-links-unnamed", "a link in the store is not said to be one", TRUST,
+           "            if stat.S_ISLNK(found.st_mode):\n", "            if False:\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-key-mode-unchecked", "a store key others can read is used",
+           TRUST, "    if facts.st_mode & (stat.S_IRWXG | stat.S_IRWXO):\n",
+           "    if False:\n", (OWNERS_TESTS,)),
+    Mutant("store-key-folder-unchecked", "a store key in a folder others can write is used",
+           TRUST, "    if folder.st_uid != os.getuid() or folder.st_mode & _OTHERS_WRITE:\n",
+           "    if False:\n", (OWNERS_TESTS,)),
+    Mutant("store-folders-umask", "the store's folders follow the umask (002: group-writable)",
+           TRUST, "os.mkdir(folder, mode & ~_OTHERS_WRITE)", "os.mkdir(folder)",
+           (OWNERS_TESTS,)),
+    Mutant("store-marker-umask", "the store's use markers follow the umask",
+           "bundler/pack/store/store.py", "marker.touch(mode=0o644)", "marker.touch()",
+           (OWNERS_TESTS,)),
+    Mutant("prune-drops-registration-in-flight", "prune deletes a registration being written",
+           "bundler/pack/store/store.py", "            if entry.name.startswith(\".\"):\n",
+           "            if False:\n", (OWNERS_TESTS,)),
+    Mutant("prune-looks-then-unlinks", "prune forgets a lock registered while it looks",
+           "bundler/pack/store/upkeep.py", "            _drop_registration(store, entry, lock)\n",
+           "            entry.unlink(missing_ok=True)\n", (OWNERS_TESTS,)),
+    Mutant("lock-record-optional", "verify/doctor --lock take a lock without its bundle "
+           "record", VERIFY, "    if lock is None or lock.bundle is not None or predates:\n",
+           "    if True:\n", (LOCK_BUNDLE_TESTS,)),
+    Mutant("lock-record-partial", "a bundle record that leaves the manifest out is believed",
+           VERIFY, "                                 for relpath in needed if relpath not in "
+           "lock.bundle]\n", "                                 for relpath in needed if False]\n",
+           (LOCK_BUNDLE_TESTS,)),
+    Mutant("locked-keeps-stripped-lock", "pack --locked keeps a lock without its bundle "
+           "record", LOCK, "    if policy == \"locked\" and old.bundle is None and new.bundle:\n",
+           "    if False:\n", (LOCK_BUNDLE_TESTS,)),
+    Mutant("manifest-link-followed", "plain verify reads a manifest that is a link",
+           VERIFY, "    if manifest_link and manifest_link != runtime_link:", "    if False:",
+           (LOCK_BUNDLE_TESTS,)),
     # Issue 42 items 1 and 3: the store is this user's alone; a lock pins the whole bundle.
     Mutant("store-tree-unchecked", "a store with entries others own or can write is used",
            "bundler/pack/store/store.py", "        check_tree(root)\n", "        pass\n",

@@ -7,7 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
-from bundler.commands.options import add_appdir, add_json, add_lock, found_bundles, lock_arg, top
+from bundler.commands.cmd_verify import add_lock_predates, locked
+from bundler.commands.options import add_appdir, add_json, add_lock, found_bundles, top
 from bundler.commands.output import print_report, report_data, with_libraries
 from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bundle, render_machine
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS
@@ -23,14 +24,16 @@ def add_parser(commands: argparse._SubParsersAction,
                             "the bundle and check it would load here. Exit 1 if problems.")
     add_appdir(d, "a bundle made by bundler pack", optional=True)
     add_lock(d, "with APPDIR: check each file against the lock too")
+    add_lock_predates(d)
     add_json(d)
     return d
 
 
 def run(args: argparse.Namespace) -> int:
     if args.appdir:   # each bundle of a folder of bundles, as verify checks them
-        folder, lock = Path(args.appdir), lock_arg(args)
-        bundles = [examine_bundle(top(found, folder), lock=lock)
+        folder, lock = Path(args.appdir), locked(args)
+        lock_path = Path(args.lock) if args.lock else None
+        bundles = [examine_bundle(top(found, folder), lock=lock, lock_path=lock_path)
                    for found in found_bundles(folder, lock)]
         if args.json:   # one object for one bundle, a list for a folder of them
             data = [with_libraries(report_data(bundle)) for bundle in bundles]

@@ -11,8 +11,14 @@ from pathlib import Path
 
 from bundler.commands.options import add_appdir, add_json, add_lock, found_bundles, lock_arg
 from bundler.diagnose.process_check import check_process, print_check
-from bundler.diagnose.verify import VerifyReport, verify
+from bundler.diagnose.verify import (
+    PREDATES_OPTION,
+    VerifyReport,
+    require_bundle_record,
+    verify,
+)
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
+from bundler.formats.lockfile import Lock
 
 
 def add_parser(commands: argparse._SubParsersAction,
@@ -28,6 +34,7 @@ def add_parser(commands: argparse._SubParsersAction,
                "bundles (dist)")
     add_lock(v, "the lock the bundle was packed with: pins each file's sha256 apart from "
              "the manifest")
+    add_lock_predates(v)
     add_json(v)
     v.add_argument("--run", action="store_true", dest="run_app",
                    help="instead: start the app (its entry, import-only; or the COMMAND "
@@ -40,10 +47,25 @@ def add_parser(commands: argparse._SubParsersAction,
     return v
 
 
+def add_lock_predates(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(PREDATES_OPTION, action="store_true", dest="lock_predates",
+                        help="with --lock: the lock was written before bundler pinned the "
+                        "manifest and entry script (it has no bundle record): check the "
+                        "runtime files against it alone, instead of refusing it")
+
+
+def locked(args: argparse.Namespace) -> Lock | None:
+    """The --lock lock; refused without its bundle record unless the user says it
+    predates it (diagnose/verify.py, require_bundle_record)."""
+    lock = lock_arg(args)
+    require_bundle_record(lock, args.lock, args.lock_predates)
+    return lock
+
+
 def run(args: argparse.Namespace) -> int:
     if args.run_app or args.app_command:
         return _verify_run(args)
-    lock = lock_arg(args)
+    lock = locked(args)
     reports = []
     for found in found_bundles(Path(args.appdir), lock):
         reports.append(verify(found.root, lock=lock,
@@ -79,8 +101,8 @@ def _print_verify(report: VerifyReport) -> None:
     against = f" and {report.lock}" if report.lock else ""
     if report.lock:   # say what the lock covered: an older lock pins no manifest
         against += (f" (which also pins {' and '.join(report.lock_pins)})" if report.lock_pins
-                    else " (which pins the runtime files only: pack again to pin the "
-                         "manifest and entry script too)")
+                    else f" (which pins the runtime files only, {PREDATES_OPTION}: pack "
+                         "again to pin the manifest and entry script too)")
     if report.ok:
         signed = f", {report.signed} signatures valid" if report.signed else ""
         print(f"ok: {report.checked} files match {report.manifest}{signed}{against}")

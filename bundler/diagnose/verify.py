@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bundler.errors import BundlerError
+from bundler.errors import BundlerError, LockError
 from bundler.formats.lockfile import Lock
 from bundler.formats.manifest import (
     INJECT_LOADS,
@@ -139,6 +139,12 @@ def verify(app: Path, found: FoundManifest | None = None, lock: Lock | None = No
     if runtime_link:
         report.changed.append(f"{runtime_link}/ ({describe_link(found.root / runtime_link)}:"
                               " not walked)")
+    manifest_link = link_on_the_way(found.root, found.path.relative_to(found.root).as_posix())
+    if manifest_link and manifest_link != runtime_link:   # it may say anything: not used
+        report.changed.append(f"{manifest_link} ({describe_link(found.root / manifest_link)}"
+                              ": the manifest pack wrote is a file of the bundle; nothing "
+                              "checked against this one)")
+        return report
     for relpath, sha256 in sorted(expected.items()):
         path = found.root / relpath
         report.checked += 1
@@ -262,11 +268,36 @@ _EDITED = {"manifest": "the manifest was edited after packing: its load order, v
                     "lines could load another cuDNN first"}
 
 
+PREDATES_OPTION = "--lock-predates-record"
+
+
+def require_bundle_record(lock: Lock | None, lock_path: Path | str, predates: bool) -> None:
+    """LockError for a lock without its `bundle` record unless `predates` (the user says
+    the lock was written before bundler recorded it): without it the lock pins neither
+    the manifest nor the entry script, so an edited load order or code added above the
+    bootstrap would pass as locked (a record deleted from the lock does the same)."""
+    if lock is None or lock.bundle is not None or predates:
+        return
+    raise LockError(f"{lock_path}: the lock has no bundle record, so it does not pin the "
+                    "manifest (load order, versions, driver minimums, the bootstrap's "
+                    "hash) nor the entry script: it was written before bundler recorded "
+                    "them, or the record was removed", "pack again to add the record and "
+                    f"commit the lock; for a lock that predates the record, "
+                    f"{PREDATES_OPTION} checks the runtime files alone")
+
+
 def _check_locked_bundle(found: FoundManifest, lock: Lock, report: VerifyReport,
                          hashes: dict[str, str]) -> None:
     """The manifest as a whole and the entry script, against the lock's `bundle` record:
     the manifest's own hashes cannot vouch for it, and verify's entry check only looks
-    for the bootstrap lines, not for what was added above them."""
+    for the bootstrap lines, not for what was added above them. A record that leaves
+    either out (edited down) pins nothing for it: not as locked."""
+    if lock.bundle is not None:
+        needed = [found.path.relative_to(found.root).as_posix(),
+                  *([found.manifest.bootstrap.entry] if found.manifest.bootstrap.entry
+                    else [])]
+        report.not_as_locked += [f"{relpath} (the lock's bundle record does not pin it)"
+                                 for relpath in needed if relpath not in lock.bundle]
     for relpath, sha256 in sorted((lock.bundle or {}).items()):
         report.lock_pins.append(relpath)
         path = found.root / relpath

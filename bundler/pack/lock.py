@@ -167,9 +167,16 @@ def check_lock(path: Path, new: Lock, policy: LockPolicy,
                             "pack once without --locked and commit the lock it writes")
         return Settled(new.to_bytes())
     changes, by_spec = differences(old, new), spec_changes(old, new)
-    # A lock without the record is left as it was under --locked (like a format-1 one).
     outputs = bundle_changes(old, new) if old.bundle is not None else []
     outputs += wheel_changes(old, new) if old.wheels is not None else []
+    if policy == "locked" and old.bundle is None and new.bundle:
+        # Kept as it is, the lock would go on pinning less than this pack found: verify
+        # --lock then checks no manifest and no entry script (formats.md, "bundle").
+        raise LockError(f"{path}: --locked, but the lock has no bundle record: it pins "
+                        "neither the manifest nor the entry script, which this pack would "
+                        "add (a lock written before bundler recorded them, or one whose "
+                        "record was removed)", "pack once without --locked to add the "
+                        "record, check the change and commit the lock")
     if policy == "locked":
         if changes or by_spec or outputs:
             raise LockError(f"{path}: --locked, but the lock would change: "

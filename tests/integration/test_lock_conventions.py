@@ -156,8 +156,10 @@ def test_a_format_1_lock_is_read_checked_and_upgraded(
     lock_path = workspace.spec.with_name("app.spec.lock")
     raw = _as_format_1(workspace)
     code, _, err = run_cli(capsys, "pack", workspace.spec, "--locked")
-    assert code == 0, err
-    assert lock_path.read_bytes() == raw    # --locked never rewrites, even to upgrade
+    # --locked never rewrites, even to upgrade; nor keeps a lock that pins less than the
+    # pack found (no bundle record: the manifest and entry script unpinned)
+    assert code == 2 and "--locked, but the lock has no bundle record" in err, err
+    assert lock_path.read_bytes() == raw
     # Without the record, a change is refused as before: which spec made it is unknown.
     _set_components(workspace, '["cnn_infer"]')
     code, _, err = run_cli(capsys, "pack", workspace.spec)

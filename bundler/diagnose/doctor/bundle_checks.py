@@ -73,11 +73,13 @@ class BundleReport:
 
 
 def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
-                   lock: Lock | None = None, glibc: str = "") -> BundleReport:
-    """`lock`: the bundle's lock, to check each file against it too (doctor --lock);
+                   lock: Lock | None = None, glibc: str = "",
+                   lock_path: Path | None = None) -> BundleReport:
+    """`lock`: the bundle's lock, to check each file against it too (doctor --lock,
+    `lock_path` its file);
     `glibc`: the glibc of the machine the app is for (default: this one's, on Linux)."""
     found = find_manifest(app.resolve())
-    checked = verify(app, found, lock)
+    checked = verify(app, found, lock, lock_path)
     manifest = found.manifest
     environ = os.environ if environ is None else environ
     target = _bundle_platform(manifest.platform)
@@ -207,6 +209,11 @@ def _verify_findings(report: VerifyReport) -> list[Finding]:
     if not findings:
         findings.append(Finding(OK, "bundle", f"{report.checked} files match "
                                 f"{report.manifest}"))
+    if report.lock and not report.lock_pins:   # allowed: --lock-predates-record
+        findings.append(Finding(NOTE, "lock", f"{report.lock} pins the runtime files only "
+                                "(a lock that predates its bundle record): the manifest and "
+                                "entry script are not checked against it",
+                                "pack again to pin them, and commit the lock"))
     return findings
 
 
