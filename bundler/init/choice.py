@@ -19,19 +19,21 @@ from pathlib import Path
 from bundler.frameworks.facts import FrameworkFacts, fits
 from bundler.init.inputs import ReleaseInput
 from bundler.pack.app_scan import AppScan, Need
-from bundler.recipe.load import Recipe, families_dir, find_recipe
+from bundler.recipe.load import Recipe, families_dir, find_recipe, shipped_recipes
 from bundler.releases.catalogue import Release, catalogue_releases, version_key
 from bundler.releases.families import families
 from bundler.targets.registry import Platform
 
 # The recipe of an app that shows no CUDA/cuDNN DLL: the seed, the one the offline
-# quickstart packs (a zip of NVIDIA's the user gives, plus an installed CUDA 10.1).
+# quickstart packs (a zip of NVIDIA's the user gives, plus an installed CUDA 10.1); for
+# another platform's app, the newest recipe bundler ships for that platform.
 DEFAULT_RECIPE = "cudnn-8.0.3.33-cuda10.1-win-x64"
 # Releases rendered and checked, newest first, before giving up: each needed name
 # narrows the family and the CUDA major, so the first one nearly always fits.
 _TRIES = 12
-# The app's own scripts read for DLL names: a string naming one ('cudnn64_8.dll').
-_DLL_STRING = re.compile(r"""["']([A-Za-z0-9_.-]+\.dll)["']""", re.IGNORECASE)
+# The app's own scripts read for library names: a string naming one ('cudnn64_8.dll',
+# 'libcudnn.so.9'), a library of the platform by its name rule.
+_NAME_STRING = re.compile(r"""["']([A-Za-z0-9_.+-]+)["']""")
 _NOT_THE_APPS = {"site-packages", "__pycache__", "Lib", "node_modules", "dist", "build"}
 _SCRIPT_DEPTH = 3
 _MAX_SCRIPTS = 500
@@ -78,18 +80,33 @@ def choose(scan: AppScan, platform: Platform, folder: Path,
                                                  .supplier_of(n.dll) for n in named)]
         if fitting:
             return _from_input(fitting, named, folder, needs, copies)
-        why = ("the app shows no CUDA or cuDNN DLL (none of its binaries imports one and no "
-               "framework bundler's table knows is installed in it), so this is bundler's "
-               "default recipe",
+        default = default_recipe(platform, folder)
+        why = (f"the app shows no CUDA or cuDNN {platform.library_word} (none of its "
+               "binaries imports one and no framework bundler's table knows is installed in "
+               f"it), so this is bundler's default recipe for {platform.release_suffix}",
                "if the app needs another cuDNN or CUDA, name that release here (`bundler "
                "recipes` lists them)")
-        return _with_components(find_recipe(DEFAULT_RECIPE, folder), why, needs, copies)
+        return _with_components(default, why, needs, copies)
     recipe, reasons = _newest_supplying(names, constraining, platform, folder, found)
     # pack refuses a framework whose build-info file it cannot read: say so here too
     reasons += tuple(f"TO DECIDE: {f.title}'s build-info file cannot be read "
                      f"({f.unreadable}), so what it needs is unknown and `bundler pack` "
                      "refuses it: reinstall it" for f in frameworks if f.unreadable)
     return _with_components(recipe, reasons, needs, copies)
+
+
+def default_recipe(platform: Platform, folder: Path) -> Recipe:
+    """The seed where it is the platform's (the offline quickstart's), else the newest
+    recipe bundler ships for the platform, else its newest catalogue release."""
+    seed = find_recipe(DEFAULT_RECIPE, folder)
+    if seed.platform == platform.name:
+        return seed
+    ours = [r for r in shipped_recipes() if r.platform == platform.name]
+    if ours:
+        return max(ours, key=lambda r: (version_key(r.cudnn), version_key(r.cuda)))
+    releases = [r for r in catalogue_releases() if r.platform == platform.release_suffix]
+    return find_recipe(max(releases, key=lambda r: (version_key(r.cudnn),
+                                                    version_key(r.cuda))).name, folder)
 
 
 def _in_vcs(path: str) -> bool:
@@ -114,8 +131,8 @@ def _from_input(fitting: Sequence[ReleaseInput], named: Sequence[Need], folder: 
     why = (f"the app's binaries show no CUDA or cuDNN DLL; {newest.path.name} ({newest.where}) "
            f"is the own input of release {newest.release.name}, the newest release found "
            f"on this machine{also}",
-           f"another release: `bundler recipes cudnn{newest.release.major}` lists this "
-           "family's (any name it prints goes here)")
+           f"another release: `bundler recipes cudnn{newest.release.major}-"
+           f"{newest.release.platform}` lists this family's (any name it prints goes here)")
     return _with_components(find_recipe(newest.release.name, folder), why, needs, copies)
 
 
@@ -131,8 +148,11 @@ def named_in_scripts(app: Path, platform: Platform) -> list[Need]:
         except OSError:
             continue
         by = script.relative_to(app).as_posix()
-        for name in dict.fromkeys(_DLL_STRING.findall(text)):
-            if name.lower().startswith("cudnn") or facts.cuda_majors_of(name):
+        for name in dict.fromkeys(_NAME_STRING.findall(text)):
+            if platform.is_library(name) and (
+                    name.lower().startswith("cudnn")
+                    or platform.library_stem(name).startswith("cudnn")
+                    or facts.cuda_majors_of(name)):
                 found.append(Need(name, by, "named in"))
     return found
 
@@ -179,7 +199,7 @@ def _newest_supplying(names: list[str], frameworks: Sequence[FrameworkFacts],
             return recipe, _why(release, recipe, have.get(release.name), candidates, shown,
                                 serves)
         tried.append(recipe)
-    recipe = tried[0] if tried else find_recipe(DEFAULT_RECIPE, folder)
+    recipe = tried[0] if tried else default_recipe(platform, folder)
     wanted = " and ".join(filter(None, (f"ships all of {shown}" if shown else "",
                                         f"serves {serves}" if serves else "")))
     return recipe, (f"TO DECIDE: no cuDNN release bundler knows {wanted}; this one is "
@@ -208,7 +228,7 @@ def _why(release: Release, recipe: Recipe, here: ReleaseInput | None,
              "the newest cuDNN release bundler fetches itself (NVIDIA's PyPI wheel)"
              if _fetchable(release) else "the newest cuDNN release")
     what = " and ".join(filter(None, (
-        f"ships every CUDA/cuDNN DLL the app needs ({shown})" if shown else "",
+        f"ships every CUDA/cuDNN library the app needs ({shown})" if shown else "",
         f"serves every framework in it ({serves})" if serves else "")))
     why = [f"{which} that {what}: cuDNN {recipe.cudnn} for CUDA {recipe.cuda}"]
     newer = [r.name for r in candidates if version_key(r.cudnn) > version_key(release.cudnn)
@@ -216,15 +236,15 @@ def _why(release: Release, recipe: Recipe, here: ReleaseInput | None,
     if newer and not here:
         why.append(f"newer: {newer[0]}, NVIDIA's zip only (a download behind NVIDIA's "
                    "login: give it in [sources] to use it)")
-    why.append(f"another release: `bundler recipes cudnn{release.major}` lists this "
-               "family's (any name it prints goes here)")
+    why.append(f"another release: `bundler recipes cudnn{release.major}-{release.platform}` "
+               "lists this family's (any name it prints goes here)")
     return tuple(why)
 
 
 def _candidates(names: list[str], platform: Platform) -> list[Release]:
     """Catalogue releases of the cuDNN major(s) and CUDA major(s) every name allows,
     newest first (a release whose wheel NVIDIA yanked is left out)."""
-    cudnn = _cudnn_majors(names)
+    cudnn = _cudnn_majors(names, platform)
     cuda: set[int] | None = None
     for name in names:
         majors = set(platform.facts().cuda_majors_of(name))
@@ -238,13 +258,16 @@ def _candidates(names: list[str], platform: Platform) -> list[Release]:
                   reverse=True)
 
 
-def _cudnn_majors(names: list[str]) -> set[int] | None:
-    """The cuDNN majors whose family ships every cuDNN DLL named; None if none is one."""
+def _cudnn_majors(names: list[str], platform: Platform) -> set[int] | None:
+    """The cuDNN majors whose family (of the platform) ships every cuDNN library named;
+    None if none is one."""
     found: set[int] | None = None
     for name in names:
-        if not name.lower().startswith("cudnn"):
+        if not platform.library_stem(name).startswith("cudnn") \
+                and not name.lower().startswith("cudnn"):
             continue
-        majors = {major for major, family in families(families_dir()).items()
+        majors = {major for major, family in families(families_dir(),
+                                                      platform.release_suffix).items()
                   if any(name.lower() == known.lower() for known in family.files)}
         found = majors if found is None else found & majors
     return found

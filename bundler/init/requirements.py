@@ -19,7 +19,8 @@ from pathlib import Path
 
 from bundler.frameworks.facts import FrameworkFacts, cuda_in_name
 from bundler.platforms.driver_table import CompatFacts as DriverTable
-from bundler.support.wheel_names import normalize
+from bundler.support.wheel_names import normalize, wheel_name
+from bundler.targets.registry import Platform, platform_for_wheel_tag
 
 REQUIREMENTS = "requirements.txt"
 _MAX_BYTES = 1 << 20   # a requirements file is a few kB; more is not one
@@ -30,6 +31,8 @@ _GPU_FRAMEWORKS = {"paddlepaddle_gpu", "tensorflow", "tensorflow_gpu", "onnxrunt
 # Folders that hold installed packages: an app with one is packed as it is (folder).
 _SITE = ("site-packages", "dist-packages")
 _SITE_DEPTH = 4
+# A wheel a requirement line names by file (a path or URL): its platform tag says whose.
+_WHEEL_FILE = re.compile(r"([A-Za-z0-9_.+!-]+\.whl)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -93,3 +96,20 @@ def pinned_frameworks(path: Path, table: DriverTable) -> Pinned:
         elif normalize(name) in _GPU_FRAMEWORKS:
             unknown.append(f"{name} {version}")
     return Pinned(path, tuple(known), tuple(unknown))
+
+
+def platform_in_requirements(path: Path) -> tuple[Platform, str] | None:
+    """The platform of the first wheel `path` names by file whose platform tag is a
+    platform's (`./wheels/x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl`), with what says
+    so; None where no line names one (a pin names no platform)."""
+    with open(path, "rb") as handle:
+        text = handle.read(_MAX_BYTES).decode("utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), 1):
+        for found in _WHEEL_FILE.findall(line.split(" #")[0]):
+            name = wheel_name(found.rsplit("/", 1)[-1])
+            platforms = [p for p in (platform_for_wheel_tag(t) for t in name.platforms)
+                         if p] if name else []
+            if platforms:
+                return platforms[0], f"line {number} names {found}, a " \
+                    f"{platforms[0].label} wheel"
+    return None

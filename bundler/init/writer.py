@@ -32,6 +32,7 @@ class Build:
     note: str = "the app folder ships as it is"
     requirements: Path | None = None
     unknown: tuple[str, ...] = ()
+    platform: str = ""   # "platform linux-x64, from lib/x.so (...)": init's first line
 
 
 # The CPython an embedded-python spec names (docs/spec-format.md lists the others).
@@ -117,6 +118,8 @@ def render(command: str, name: str, app: Path, spec_folder: Path, entry: EntryGu
             lines.append(f"requirements = "
                          f"{toml_string(spec_path_text(build.requirements, spec_folder))}")
     lines += ["", "[runtime]"]
+    if build.platform:
+        lines += _comment(f"{build.platform}; the recipe is one of its releases")
     lines += _comment(f"recipe: {'; '.join(choice.why)}")
     for pinned in build.unknown:
         lines += _comment(f"TO DECIDE: {pinned} is pinned in the requirements, and "
@@ -140,7 +143,7 @@ def render(command: str, name: str, app: Path, spec_folder: Path, entry: EntryGu
 def _components(choice: Choice) -> list[str]:
     recipe = choice.recipe
     lines = _comment("components: the recipe's default ones (cuDNN and what it requires) "
-                     "and each one supplying a DLL the app needs, with why; what they "
+                     "and each one supplying a library the app needs, with why; what they "
                      "require comes along")
     lines.append("components = [")
     for component in choice.components:

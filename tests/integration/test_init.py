@@ -329,7 +329,7 @@ def test_a_framework_installed_in_the_app_picks_its_cuda_and_components(
     assert {"cufft", "curand", "cusolver", "cusparse"} <= set(data["runtime"]["components"])
     text = (tmp_path / "app.spec").read_text()
     assert "    # cufft: cufft64_10.dll: loaded by tensorflow 2.10.1\n" in text
-    assert "`bundler recipes cudnn8`" in comments(text)
+    assert "`bundler recipes cudnn8-win-x64`" in comments(text)
 
 
 @pytest.fixture(scope="module")
