@@ -30,6 +30,10 @@ BOOT_WINDOWS = "bundler/runtime/loader_windows.py"
 BOOT_LINUX = "bundler/runtime/loader_linux.py"
 PROCESS_CHECK = "bundler/diagnose/process_check.py"
 PROCESS_TESTS = ("tests/linux/test_linux_process_truth.py",)
+PROCESS_JUDGE = "bundler/diagnose/process_judge.py"
+PROCESS_RUN = "bundler/diagnose/process_run.py"
+TRACE_LINUX = "bundler/diagnose/process_trace_linux.py"
+PROCESS_DECOY_TESTS = ("tests/linux/test_linux_process_decoys.py",)
 BUNDLE_CHECKS = "bundler/diagnose/doctor/bundle_checks.py"
 BOOTSTRAP_TESTS = ("tests/wine/test_bootstrap_mechanisms.py", "tests/wine/test_pack_windows.py",
                    "tests/wine/test_doctor_wine.py")
@@ -52,6 +56,11 @@ ZIP_UNCHANGED = "bundler/pack/zip/unchanged.py"
 ZIP_UNCHANGED_TESTS = ("tests/integration/test_zip_unchanged.py",)
 UP_TO_DATE = "bundler/pack/up_to_date.py"
 UP_TO_DATE_TESTS = ("tests/integration/test_up_to_date.py",)
+# Issue 42 items 1 and 3 (the store's owners; what a lock pins).
+TRUST = "bundler/pack/store/trust.py"
+OWNERS_TESTS = "tests/integration/test_store_owners.py"
+VERIFY = "bundler/diagnose/verify.py"
+LOCK_BUNDLE_TESTS = "tests/integration/test_lock_bundle.py"
 # Issue 42 items 1 and 3 (the store's owners; what a lock pins).
 TRUST = "bundler/pack/store/trust.py"
 OWNERS_TESTS = "tests/integration/test_store_owners.py"
@@ -529,17 +538,43 @@ MUTANTS = (
            BOOTSTRAP, "        _write_process_report(folder)\n        raise SystemExit(0)\n",
            "        _write_process_report(folder)\n", PROCESS_TESTS),
     Mutant("run-check-misses-doubles", "verify --run: a library mapped twice passes",
-           PROCESS_CHECK, "if len(paths) > 1]", "if len(paths) > 99]", PROCESS_TESTS),
+           PROCESS_JUDGE, "if len(distinct) > 1:", "if len(distinct) > 99:", PROCESS_TESTS),
     Mutant("run-check-doubles-by-file-name", "verify --run: two copies are found by file "
-           "name, not SONAME", PROCESS_CHECK,
-           "if not platform.case_insensitive and os.path.isfile(path):", "if False:",
-           PROCESS_TESTS),
+           "name, not SONAME", PROCESS_JUDGE,
+           "        if Path(source).is_file() and platform.is_library_file(Path(source)):\n",
+           "        if False:\n", PROCESS_TESTS + PROCESS_DECOY_TESTS),
+    # Issue 40 item 4: process truth from the kernel, not from the process.
+    Mutant("run-untraced", "verify --run judges what each process reported of itself, not "
+           "what the kernel saw", PROCESS_RUN, "        if not why:\n            return "
+           "trace_command(", "        if False:\n            return trace_command(",
+           PROCESS_DECOY_TESTS),
+    Mutant("trace-misses-children", "the Linux tracer does not follow forked children",
+           TRACE_LINUX, "_O_TRACESYSGOOD | _O_TRACEFORK |", "_O_TRACESYSGOOD |",
+           PROCESS_DECOY_TESTS),
+    Mutant("trace-reads-by-name", "the Linux tracer reads a mapped file by its name, not "
+           "through the process's fd", TRACE_LINUX,
+           'sha256=sha256_of(f"/proc/self/fd/{held}"), readable=f"/proc/self/fd/{held}")',
+           "sha256=sha256_of(name) if os.path.exists(name) else '', "
+           "readable=name if os.path.exists(name) else '')", PROCESS_DECOY_TESTS),
+    Mutant("interposer-unseen", "verify --run does not read what API a library defines",
+           "bundler/diagnose/api_exports.py",
+           "    return tuple(sorted(n for n in set(names) if API_NAMES.match(n)))[:_SHOWN]",
+           "    return ()", PROCESS_DECOY_TESTS),
+    Mutant("bundle-by-file-name", "verify --run: a file named like a bundled one anywhere is "
+           "the bundle's", PROCESS_JUDGE, "    relative = bundle.relative(obj.path)\n",
+           "    relative = 'cudnn/' + file_name(obj.path).strip()\n", PROCESS_DECOY_TESTS),
+    Mutant("timeout-kills-the-child-only", "at --timeout only the command's own process is "
+           "killed", TRACE_LINUX, "            pids = sorted(self.seen)\n",
+           "            pids = [self.first]\n", PROCESS_DECOY_TESTS),
+    Mutant("timeout-unsaid", "a timeout is not a problem of its own", PROCESS_CHECK,
+           "    if trace.timed_out:\n        problems.append(",
+           "    if False:\n        problems.append(", PROCESS_DECOY_TESTS),
     Mutant("run-check-foreign-passes", "verify --run: a CUDA library not from the bundle "
-           "passes", PROCESS_CHECK, "for m in seen if not m.from_bundle]",
-           "for m in seen if False]", PROCESS_TESTS),
-    Mutant("windows-modules-unlisted", "the Windows bootstrap lists no module for verify "
-           "--run", BOOT_WINDOWS, '"modules": _module_paths}', '"modules": list}',
-           ("tests/wine/test_process_truth_wine.py",)),
+           "passes", PROCESS_JUDGE, "            if not module.from_bundle:\n",
+           "            if False:\n", PROCESS_TESTS),
+    Mutant("windows-trace-misses-dlls", "the Windows debugger records no DLL load",
+           "bundler/diagnose/process_trace_windows.py", "        elif event.code == _LOAD_DLL:",
+           "        elif False:", ("tests/wine/test_process_truth_wine.py",)),
     Mutant("run-ok-without-a-process", "verify --run: ok when no process reported",
            PROCESS_CHECK, "return bool(self.processes) and not (", "return not (",
            PROCESS_TESTS),
@@ -692,6 +727,50 @@ MUTANTS = (
            "bundler/pack/store/upkeep.py", "size = _SIZE.fullmatch(text)",
            "size = _SIZE.fullmatch(text) or re.fullmatch(r'(?P<number>.*?)(?P<unit>)', text)",
            ("tests/integration/test_store_upkeep.py",)),
+    # Issue 42 items 1 and 3: the store is this user's alone; a lock pins the whole bundle.
+    Mutant("store-tree-unchecked", "a store with entries others own or can write is used",
+           "bundler/pack/store/store.py", "        check_tree(root)\n", "        pass\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-tree-top-only", "the store's check does not look below its folders",
+           TRUST, "                folders.append(path)\n", "                pass\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-owner-unchecked", "another user's object in the store is used", TRUST,
+           "    if facts.st_uid != os.getuid():\n        raise Untrusted(path, f\"another",
+           "    if False:\n        raise Untrusted(path, f\"another", (OWNERS_TESTS,)),
+    Mutant("store-links-unnamed", "a link in the store is not said to be one", TRUST,
+           "            if stat.S_ISLNK(found.st_mode):\n", "            if False:\n",
+           (OWNERS_TESTS,)),
+    Mutant("store-key-mode-unchecked", "a store key others can read is used",
+           TRUST, "    if facts.st_mode & (stat.S_IRWXG | stat.S_IRWXO):\n",
+           "    if False:\n", (OWNERS_TESTS,)),
+    Mutant("store-key-folder-unchecked", "a store key in a folder others can write is used",
+           TRUST, "    if folder.st_uid != os.getuid() or folder.st_mode & _OTHERS_WRITE:\n",
+           "    if False:\n", (OWNERS_TESTS,)),
+    Mutant("store-folders-umask", "the store's folders follow the umask (002: group-writable)",
+           TRUST, "os.mkdir(folder, mode & ~_OTHERS_WRITE)", "os.mkdir(folder)",
+           (OWNERS_TESTS,)),
+    Mutant("store-marker-umask", "the store's use markers follow the umask",
+           "bundler/pack/store/store.py", "marker.touch(mode=0o644)", "marker.touch()",
+           (OWNERS_TESTS,)),
+    Mutant("prune-drops-registration-in-flight", "prune deletes a registration being written",
+           "bundler/pack/store/store.py", "            if entry.name.startswith(\".\"):\n",
+           "            if False:\n", (OWNERS_TESTS,)),
+    Mutant("prune-looks-then-unlinks", "prune forgets a lock registered while it looks",
+           "bundler/pack/store/upkeep.py", "            _drop_registration(store, entry, lock)\n",
+           "            entry.unlink(missing_ok=True)\n", (OWNERS_TESTS,)),
+    Mutant("lock-record-optional", "verify/doctor --lock take a lock without its bundle "
+           "record", VERIFY, "    if lock is None or lock.bundle is not None or predates:\n",
+           "    if True:\n", (LOCK_BUNDLE_TESTS,)),
+    Mutant("lock-record-partial", "a bundle record that leaves the manifest out is believed",
+           VERIFY, "                                 for relpath in needed if relpath not in "
+           "lock.bundle]\n", "                                 for relpath in needed if False]\n",
+           (LOCK_BUNDLE_TESTS,)),
+    Mutant("locked-keeps-stripped-lock", "pack --locked keeps a lock without its bundle "
+           "record", LOCK, "    if policy == \"locked\" and old.bundle is None and new.bundle:\n",
+           "    if False:\n", (LOCK_BUNDLE_TESTS,)),
+    Mutant("manifest-link-followed", "plain verify reads a manifest that is a link",
+           VERIFY, "    if manifest_link and manifest_link != runtime_link:", "    if False:",
+           (LOCK_BUNDLE_TESTS,)),
     # Issue 42 items 1 and 3: the store is this user's alone; a lock pins the whole bundle.
     Mutant("store-tree-unchecked", "a store with entries others own or can write is used",
            "bundler/pack/store/store.py", "        check_tree(root)\n", "        pass\n",
