@@ -48,6 +48,9 @@ EMBED_TESTS = ("tests/integration/test_embedded_python.py",
 EMBED_VERIFY_TESTS = ("tests/integration/test_embedded_python_verify.py",)
 RELOCK = "bundler/pack/wheel_lock.py"
 RELOCK_TESTS = ("tests/integration/test_embedded_python_relock.py",)
+TARGET_RESOLVE = "bundler/pack/builders/target_resolve.py"
+REQUIREMENT_FILES = "bundler/pack/requirement_files.py"
+TARGET_TESTS = ("tests/integration/test_embedded_python_target.py",)
 ZIP_TESTS = ("tests/integration/test_zip_output.py",)
 ZIP_WRITER = "bundler/pack/zip/writer.py"
 ZIP_STREAMS = "bundler/pack/store/zip_streams.py"
@@ -156,9 +159,27 @@ MUTANTS = (
            EMBED, "built = build_folder_app(spec, recipe, staging, target, options)",
            "built = build_folder_app(__import__('dataclasses').replace(spec, entry=''), "
            "recipe, staging, target, options)", EMBED_TESTS),
-    Mutant("wheels-for-this-machine", "embedded-python: pip installs for Linux, not Windows",
-           "bundler/pack/builders/pip_wheels.py", '"--platform", WHEEL_TAG, ', "",
-           EMBED_TESTS),
+    Mutant("resolve-with-host-markers", "embedded-python: the requirements are resolved "
+           "with this machine's markers (Linux), not the target's", TARGET_RESOLVE,
+           '"--python-platform", target.platform,', '"--python-platform", "linux",',
+           TARGET_TESTS),
+    Mutant("resolve-with-minor-version", "embedded-python: the requirements are resolved "
+           "for CPython 3.X.0, not the bundle's full version", TARGET_RESOLVE,
+           'target.python, "--only-binary"', 'target.python[:4], "--only-binary"',
+           TARGET_TESTS),
+    Mutant("lock-target-unchecked", "embedded-python: a lock whose wheels were resolved "
+           "for another target (or none recorded) is installed as it is", RELOCK,
+           "or old.wheels_for != wheels_target(spec, platform)):", "):", TARGET_TESTS),
+    Mutant("hash-pins-unchecked", "embedded-python: the requirement files' --hash pins "
+           "are not checked against the resolved wheels", "bundler/pack/builders/pip_wheels.py",
+           "    if not pins:\n        return\n", "    if True:\n        return\n",
+           TARGET_TESTS),
+    Mutant("requirements-boms-ignored", "a UTF-16 requirements file (PowerShell 5's pip "
+           "freeze >) is read as UTF-8", REQUIREMENT_FILES, "for bom, encoding in _BOMS:",
+           "for bom, encoding in ():", TARGET_TESTS),
+    Mutant("missing-find-links-passed", "a --find-links folder that does not exist is "
+           "handed to uv (which fails) instead of left out as pip does", REQUIREMENT_FILES,
+           "if not local.is_dir():", "if False:", RELOCK_TESTS),
     Mutant("repack-resolves-again", "embedded-python: a re-pack with unchanged requirement "
            "files resolves with pip instead of installing the lock's wheels", RELOCK,
            "if (spec.requirements is None or old is None", "if (True or old is None",
