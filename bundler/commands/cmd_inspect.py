@@ -15,12 +15,15 @@ from bundler.errors import EXIT_OK
 def add_parser(commands: argparse._SubParsersAction,
                shared: argparse.ArgumentParser) -> argparse.ArgumentParser:
     i = commands.add_parser("inspect", parents=[shared],
-                            help="what a DLL, folder, zip or wheel holds and needs",
-                            description="Show each DLL's machine, versions, imports "
-                            "(bundled/system/driver/missing), run-time loads known to the "
-                            "recipes, size and sha256; for a zip or wheel, its members and "
-                            "the recipe source it matches.")
-    i.add_argument("path", metavar="PATH", help="a DLL, a folder, a zip archive or a wheel")
+                            help="what a DLL or .so, folder, zip or wheel holds and needs",
+                            description="Show each library's machine, versions, imports "
+                            "(bundled/system/driver/missing, as its own platform resolves "
+                            "them: a DLL's by Windows's rules, a .so's by Linux's), run-time "
+                            "loads known to the recipes, what a bundle for it needs from each "
+                            "recipe of its platform, size and sha256; for a zip or wheel, its "
+                            "members and the recipe source it matches.")
+    i.add_argument("path", metavar="PATH", help="a DLL or .so library, a folder, a zip "
+                   "archive or a wheel")
     add_json(i)
     return i
 
