@@ -12,11 +12,12 @@ are a library mapped twice."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.diagnose.api_exports import api_exports
-from bundler.diagnose.process_trace import MappedObject, Trace
+from bundler.diagnose.process_trace import MappedObject, Trace, sha256_of
 from bundler.errors import BundlerError
 from bundler.formats.manifest import FoundManifest
 from bundler.targets.registry import Platform
@@ -52,6 +53,7 @@ class _Bundle:
         self.tops = tuple(key(platform, top).rstrip("/") + "/" for top in tops)
         self.pinned = {key(platform, f.path): f.sha256.lower() for f in found.manifest.files}
         self.hashes = {f.sha256.lower() for f in found.manifest.files}
+        self.sizes = {f.size for f in found.manifest.files}
         self.names = {name.rsplit("/", 1)[-1] for name in self.pinned}
 
     def relative(self, path: str) -> str:
@@ -122,13 +124,16 @@ def _judge(bundle: _Bundle, obj: MappedObject) -> MappedModule | None:
     name = library_name(platform, obj.path, obj.readable)
     if platform.facts().is_driver(name) or platform.facts().is_driver(file_name(obj.path)):
         return None
+    digest = obj.sha256 or (_sha256(obj.readable) if _size(obj.readable) in bundle.sizes
+                            else "")
     exports: tuple[str, ...] = ()
     if not (counts_by_name(platform, name, bundle.names)
             or counts_by_name(platform, file_name(obj.path), bundle.names)
-            or obj.sha256.lower() in bundle.hashes):
+            or digest.lower() in bundle.hashes):
         exports = api_exports(obj.readable, platform) if obj.readable else ()
         if not exports:
             return None
+    digest = digest or _sha256(obj.readable)   # hashed only when it counts: big files
     relative = bundle.relative(obj.path)
     pinned = bundle.pinned.get(relative)
     why = ""
@@ -136,7 +141,7 @@ def _judge(bundle: _Bundle, obj: MappedObject) -> MappedModule | None:
         why = "mapped from outside the bundle"
     elif pinned is None:
         why = "a file the bundle's manifest does not list"
-    elif obj.sha256 and obj.sha256.lower() != pinned:
+    elif digest.lower() != pinned:
         why = "not the content the manifest pins"
     elif obj.deleted:
         why = "deleted while mapped"
@@ -145,7 +150,23 @@ def _judge(bundle: _Bundle, obj: MappedObject) -> MappedModule | None:
     elif why and file_name(obj.path) != name:
         why += f"; the file declares itself {name}"
     return MappedModule(pid=0, name=name, path=obj.path, from_bundle=not why,
-                        sha256=obj.sha256, deleted=obj.deleted, why=why, exports=exports)
+                        sha256=digest, deleted=obj.deleted, why=why, exports=exports)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size if path else -1
+    except OSError:
+        return -1
+
+
+def _sha256(path: str) -> str:
+    """The content's sha256; "" for a file no longer readable (then it is not the
+    bundle's: nothing shows it is)."""
+    try:
+        return sha256_of(path) if path else ""
+    except OSError:
+        return ""
 
 
 def _doubled(platform: Platform, pid: int, seen: list[tuple[str, MappedModule]]) -> list[str]:

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from bundler.diagnose.process_trace import MappedObject, Trace, sha256_of, tail
+from bundler.diagnose.process_trace import MappedObject, Trace, tail
 
 __all__ = ["run_command", "under_wine", "windows_path", "unix_path"]
 
@@ -143,5 +143,5 @@ def from_reports(trace: Trace, reports: list[dict]) -> None:
             if path not in trace.objects:
                 trace.objects[path] = MappedObject(
                     identity=path, path=path, deleted=False, readable=readable,
-                    sha256=sha256_of(readable) if readable else "")
+                    sha256="")   # hashed when judged
             trace.mappings.setdefault(pid, []).append(path)

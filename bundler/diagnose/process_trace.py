@@ -30,7 +30,7 @@ class MappedObject:
     identity: str    # two mappings of one file are one object ("dev:inode", or the DLL's path)
     path: str        # as the kernel named it when it was mapped
     deleted: bool    # unlinked while mapped, or by the time the command ended
-    sha256: str      # its content, read through the process's handle ("" if unreadable)
+    sha256: str      # its content ("": not hashed yet; the judge reads `readable`)
     readable: str    # where bundler reads it now (an fd it holds, a copy); "" if nowhere
 
 

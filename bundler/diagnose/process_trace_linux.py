@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from bundler.diagnose.process_trace import MappedObject, Trace, sha256_of, tail
+from bundler.diagnose.process_trace import MappedObject, Trace, tail
 
 __all__ = ["trace_command", "tracing_unavailable"]
 
@@ -266,7 +266,7 @@ class _Tracer:
         identity = f"{facts.st_dev}:{facts.st_ino}"
         self.trace.objects[identity] = MappedObject(
             identity=identity, path=name, deleted=deleted,
-            sha256=sha256_of(f"/proc/self/fd/{held}"), readable=f"/proc/self/fd/{held}")
+            sha256="", readable=f"/proc/self/fd/{held}")   # hashed when judged
         self.by_file[key] = identity
         return identity
 
