@@ -92,6 +92,8 @@ def _platform(asked: str | None, builder: str | None, app: Path, spec_folder: Pa
                             f"{found[0].platform.release_suffix} from them), or ship the "
                             f"app's {chosen.label} build")
         also = "; ".join(g.described for g in found if g.platform.name != chosen.name)
+        if found and not also:   # the binaries say so too: say what they say
+            return chosen, f"from {found[0].described}"
         return chosen, "from --platform" + (
             f" (the app also holds {also}, which ships as it is)" if also else "")
     if len(found) > 1:

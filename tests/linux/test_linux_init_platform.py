@@ -60,6 +60,14 @@ def test_a_linux_app_gets_a_linux_recipe_from_its_elf_library(
                                    "x86-64 library that imports libcudnn.so.9)")
     assert spec["runtime"]["recipe"].endswith("-cuda13-linux-x64")
     assert {"core", "cublas"} <= set(spec["runtime"]["components"])
+    (tmp_path / "app.spec").rename(tmp_path / "first.spec")
+    code, out, err, again = _init(capsys, app, "--platform", "linux-x64")   # agrees
+    assert code == 0 and out.splitlines()[0].endswith("from lib/libframework.so (a Linux "
+                                                      "x86-64 library that imports "
+                                                      "libcudnn.so.9)"), err
+    assert again["runtime"] == spec["runtime"]
+    (tmp_path / "app.spec").unlink()
+    (tmp_path / "first.spec").rename(tmp_path / "app.spec")
     text = (tmp_path / "app.spec").read_text()
     assert "# cublas: libcublas.so.13: imported by lib/libframework.so" in text
     # pack takes the spec as written: no platform refusal (offline: the wheels are missing)
