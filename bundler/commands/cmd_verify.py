@@ -38,11 +38,14 @@ def add_parser(commands: argparse._SubParsersAction,
     add_json(v)
     v.add_argument("--run", action="store_true", dest="run_app",
                    help="instead: start the app (its entry, import-only; or the COMMAND "
-                   "after --, e.g. -- python3 main.py) and list every cuDNN/CUDA library "
-                   "the process maps; exit 1 on one not from the bundle, one mapped "
-                   "twice, or no process seen")
+                   "after --, e.g. -- python3 main.py, or -- wine python.exe main.py) "
+                   "traced (ptrace; the debug API on Windows and under Wine) and list "
+                   "every cuDNN/CUDA library its processes map, by SONAME, content and "
+                   "exports; exit 1 on one not from the bundle, one mapped twice, a "
+                   "timeout, or no process seen")
     v.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                   help="with --run: stop the app after this long (default 600)")
+                   help="with --run: kill the app and every process it started after "
+                   "this long (default 600)")
     v.set_defaults(app_command=[])   # COMMAND: the words after -- (cli.main)
     return v
 
