@@ -21,6 +21,9 @@ ENTRY_NAMES = ("main.py", "__main__.py", "app.py")
 # Folder names that say nothing of the app: its parent folder names it instead.
 _GENERIC = {"app", "src", "source", "code", "bin"}
 _WIDTH = 88
+# Lines of one kind the spec lists, then a count: a spec is at most 1 MiB (pack's reader),
+# and an app can name thousands of libraries.
+_LISTED = 20
 
 
 @dataclass(frozen=True)
@@ -147,21 +150,30 @@ def _components(choice: Choice) -> list[str]:
                      "require comes along")
     lines.append("components = [")
     for component in choice.components:
-        for reason in choice.reasons.get(component, ()):   # one line each, as pack says it
+        reasons = choice.reasons.get(component, ())
+        for reason in reasons[:_LISTED]:   # one line each, as pack says it
             lines.append(f"    # {component}: {comment_text(reason)}")
+        if len(reasons) > _LISTED:
+            lines.append(f"    # {component}: and {len(reasons) - _LISTED} more")
         lines.append(f"    {toml_string(component)},")
     lines.append("]")
-    for need in choice.unsupplied:
+    for need in choice.unsupplied[:_LISTED]:
         # pack reads binaries, not scripts: a script's DLL it would not stop on
         then = ("`bundler pack` does not read scripts: name a release that ships it"
                 if need.how == "named in" else
                 "`bundler pack` stops and names a release that does")
         lines += _comment(f"TO DECIDE: {need.dll} ({need.reason}): {recipe.name} does not "
                           f"ship it; {then}")
-    for copy in choice.app_copies:
+    if len(choice.unsupplied) > _LISTED:
+        lines += _comment(f"TO DECIDE: and {len(choice.unsupplied) - _LISTED} more libraries "
+                          f"the app needs or names that {recipe.name} does not ship")
+    for copy in choice.app_copies[:_LISTED]:
         lines += _comment(f"TO DECIDE: the app ships its own {copy}; `bundler pack` refuses "
                           "two copies of one DLL ([scan] allow_app_copies: "
                           "docs/spec-format.md)")
+    if len(choice.app_copies) > _LISTED:
+        lines += _comment(f"TO DECIDE: and {len(choice.app_copies) - _LISTED} more libraries "
+                          "the app ships its own copy of")
     return lines
 
 
