@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from bundler.commands.cmd_verify import add_lock_predates, locked
 from bundler.commands.options import add_appdir, add_json, add_lock, found_bundles, top
-from bundler.commands.output import print_report, report_data, with_libraries
-from bundler.diagnose.doctor import examine_bundle, examine_machine, render_bundle, render_machine
+from bundler.commands.output import print_view
+from bundler.diagnose.doctor import (
+    bundle_view,
+    examine_bundle,
+    examine_machine,
+    machine_view,
+    render_bundle,
+    render_machine,
+)
+from bundler.diagnose.doctor.bundle_checks import bundle_platform
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS
 from bundler.targets.registry import this_machine
 
@@ -19,8 +28,8 @@ def add_parser(commands: argparse._SubParsersAction,
                shared: argparse.ArgumentParser) -> argparse.ArgumentParser:
     d = commands.add_parser("doctor", parents=[shared],
                             help="what this machine (or a bundle on it) would load",
-                            description="Without APPDIR: the cuDNN/CUDA DLLs a bare-name load "
-                            "finds, the driver, the installed frameworks. With APPDIR: verify "
+                            description="Without APPDIR: the cuDNN/CUDA libraries a bare-name "
+                            "load finds, the driver, the installed frameworks. With APPDIR: verify "
                             "the bundle and check it would load here. Exit 1 if problems.")
     add_appdir(d, "a bundle made by bundler pack", optional=True)
     add_lock(d, "with APPDIR: check each file against the lock too")
@@ -36,25 +45,12 @@ def run(args: argparse.Namespace) -> int:
         bundles = [examine_bundle(top(found, folder), lock=lock, lock_path=lock_path)
                    for found in found_bundles(folder, lock)]
         if args.json:   # one object for one bundle, a list for a folder of them
-            data = [with_libraries(report_data(bundle)) for bundle in bundles]
+            data = [bundle_view(bundle, bundle_platform(bundle.platform)) for bundle in bundles]
             print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
         else:
             print("\n\n".join("\n".join(render_bundle(bundle)) for bundle in bundles))
         return EXIT_OK if all(b.ok for b in bundles) else EXIT_PROBLEMS
-    machine = examine_machine()
-    print_report(machine, render_machine(machine), args.json, _machine_libraries)
-    return EXIT_OK if machine.ok else EXIT_PROBLEMS
-
-
-
-def _machine_libraries(data: dict) -> dict:
-    """A machine's `libraries`: the copies its own platform's bare-name search reaches
-    (Linux: `linux/library_search.py`), else the DLLs found on the search order (Windows),
-    with `dlls` their deprecated alias; on Linux `dlls` stays what it was, the Windows
-    DLLs found on PATH (judged as files), and `libraries` the Linux copies."""
     here = this_machine()
-    # Every platform has a bare-name search now; what tells them apart here is whether
-    # the machine's own libraries are the DLL rows (Windows) or a list of their own.
-    if here is not None and here.library_word != "DLL":
-        return data
-    return with_libraries(data)
+    machine = examine_machine(here, os.environ)
+    print_view(machine_view(machine, here), render_machine(machine, here), args.json)
+    return EXIT_OK if machine.ok else EXIT_PROBLEMS

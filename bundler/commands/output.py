@@ -8,7 +8,13 @@ from dataclasses import asdict
 
 from bundler.support.text_tables import human_size
 
-__all__ = ["human_size", "print_report", "report_data"]
+__all__ = ["human_size", "print_report", "print_view", "report_data"]
+
+
+def print_view(view: dict, lines: list[str], as_json: bool) -> None:
+    """A report as text, or as its public JSON view (a versioned dict built on purpose:
+    diagnose/doctor/view.py)."""
+    print(json.dumps(view, indent=2) if as_json else "\n".join(lines))
 
 
 def print_report(report: object, lines: list[str], as_json: bool,

@@ -55,6 +55,9 @@ class LinuxPlatform(NameRules):
                      "{name} are mapped and which one a symbol binds to depends on the "
                      "load order")
     search_path_variable = "LD_LIBRARY_PATH"
+    search_order_text = "LD_LIBRARY_PATH in order, then the ldconfig cache (ld.so(8))"
+    driver_library = "libcuda.so.1"
+    wrong_machine_error = "wrong ELF class"
 
     def read_library(self, path: Path, exports: bool = False) -> LibraryFacts:
         return read_elf(path, exports=exports)

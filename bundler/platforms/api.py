@@ -160,6 +160,12 @@ class Platform(Protocol):
     app_copy_harm: str
     # The environment variable whose folders a bare-name load searches: "PATH".
     search_path_variable: str
+    # How a bare-name load searches, in words, for doctor: "... then PATH (windows.toml)".
+    search_order_text: str
+    # The NVIDIA driver's library the CUDA runtime loads by name: "nvcuda.dll".
+    driver_library: str
+    # What the loader says of a library built for another word size: "Windows error 193".
+    wrong_machine_error: str
 
     def read_library(self, path: Path, exports: bool = False) -> LibraryFacts:
         """Machine, versions, imports (and exports) of one library; CheckError if it is

@@ -53,6 +53,11 @@ class WindowsPlatform(NameRules):
     # The framework that loads its own second fails (LoadLibrary finds the first by name).
     app_copy_harm = "torch: 'WinError 127 ... Error loading {name}'"
     search_path_variable = "PATH"
+    search_order_text = ("the program's folder, System32, System, the Windows folder, the "
+                         "current folder, then PATH: bundler/windows/windows.toml's "
+                         "dll_search_order; CUDA_PATH folders are listed, not searched")
+    driver_library = "nvcuda.dll"
+    wrong_machine_error = "Windows error 193"
 
     def read_library(self, path: Path, exports: bool = False) -> LibraryFacts:
         return read_pe(path, exports=exports)

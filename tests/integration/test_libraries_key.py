@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bundler.commands import cmd_doctor
 from bundler.pack.spec import load_spec
 from tests.harness.packing import SEED, Workspace, run_cli
 
@@ -48,24 +47,14 @@ def test_inspect_says_libraries(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert [d["name"] for d in _both(json.loads(out))] == [SHARED_LIBRARY.name]
 
 
-def test_a_windows_machine_report_says_libraries() -> None:
-    """Where this machine's platform has no bare-name search of its own (Windows today),
-    the DLLs doctor found are `libraries`, `dlls` beside them."""
-    data = {"python": "x", "dlls": [{"copy": "cudnn64_8.dll"}], "libraries": [], "ok": True}
-    original = cmd_doctor.this_machine
-    try:
-        cmd_doctor.this_machine = lambda: None   # type: ignore[assignment]
-        shaped = cmd_doctor._machine_libraries(data)
-    finally:
-        cmd_doctor.this_machine = original   # type: ignore[assignment]
-    assert _both(shaped) == [{"copy": "cudnn64_8.dll"}]
-
-
 def test_this_machines_doctor_report_has_libraries(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every platform's machine report is the versioned view: `libraries`, and `dlls`
+    beside it, the same value (its deprecated alias)."""
     code, out, err = run_cli(capsys, "doctor", "--json")
     assert code in (0, 1), err
     report = json.loads(out)
-    assert "libraries" in report and "dlls" in report
+    assert report["schema"] == 2
+    _both(report)
 
 
 def _spec(tmp_path: Path, scan: str) -> Path:

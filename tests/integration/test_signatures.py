@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bundler.diagnose.doctor import examine_machine
+from bundler.targets.registry import windows
 from bundler.windows.authenticode import (
     CHANGED,
     OK,
@@ -207,13 +208,13 @@ def test_doctor_finds_an_unsigned_cudnn_on_path(tmp_path: Path, real: Path) -> N
     (tmp_path / "bin").mkdir()
     shutil.copy(STANDIN / "cudart64_101.dll", tmp_path / "bin" / "cudnn64_8.dll")
     shutil.copy(real, tmp_path / "bin" / DLL)
-    report = examine_machine({"PATH": str(tmp_path / "bin")})
+    report = examine_machine(windows(), {"PATH": str(tmp_path / "bin")})
     problems = [f.message for f in report.findings if f.about == "signature"]
     assert problems == [f"cudnn64_8.dll in {tmp_path / 'bin' / 'cudnn64_8.dll'} (PATH[1], version "
                         "6.14.11.10010): "
                         "must be signed by 'NVIDIA Corporation', but is not signed: no "
                         "Authenticode signature"]
-    statuses = {p.copy.name: p.copy.signature for p in report.dlls}
+    statuses = {p.copy.name: p.copy.signature for p in report.libraries}
     assert statuses["cudnn64_8.dll"] == UNSIGNED
 
 

@@ -62,7 +62,8 @@ def test_doctor_judges_the_linux_driver_by_the_linux_table(
     app = tmp_path / "dist" / "app"
     old = _doctor(app, _driver(tmp_path / "r550", "550.54.14", 12040))
     assert not old["ok"] and old["driver"]["driver_version"] == "550.54.14"
-    assert old["driver"]["nvcuda"].endswith("libcuda.so.550.54.14")
+    assert old["driver"]["driver_library"] == "libcuda.so.1" and "nvcuda" not in old["driver"]
+    assert old["driver"]["path"].endswith("libcuda.so.550.54.14")
     assert "supports CUDA 12.4" in old["driver"]["problem"]
     assert "needs an NVIDIA driver >= 580" in old["driver"]["problem"]
     new = _doctor(app, _driver(tmp_path / "r580", "580.65.06", 13000))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.diagnose.doctor.findings import PROBLEM, place
+from bundler.diagnose.doctor.findings import PROBLEM, FrameworkReport, place
 from bundler.diagnose.doctor.host import (
     DriverFacts,
     InstalledFramework,
@@ -18,7 +18,7 @@ from bundler.diagnose.doctor.host import (
     SearchFolder,
     installed_frameworks,
 )
-from bundler.diagnose.doctor.machine_checks import FrameworkReport, judge_machine
+from bundler.diagnose.doctor.machine_checks import judge_machine
 from bundler.errors import BundlerError
 from bundler.runtime.rules import (
     cuda_needed,
@@ -137,15 +137,16 @@ def _copy(name: str, folder: SearchFolder, sha: str, machine: str = "AMD64",
 DECOY = _folder("/decoy", "PATH[1]", 6)
 TOOLKIT = _folder("/cuda/bin", "CUDA_PATH", 0)
 LATER = _folder("/later", "PATH[2]", 7)
-NO_DRIVER = DriverFacts(True, "", "Windows error 126", 0, "", "", "", ())
+NO_DRIVER = DriverFacts(True, "", "nvcuda.dll cannot be loaded: Windows error 126", 0, "", "",
+                        "", (), "nvcuda.dll")
 OLD_DRIVER = DriverFacts(True, "/win/system32/nvcuda.dll", "", 10000, "411.31",
-                         "nvcuda.dll file version 25.21.14.1131", "", ())
+                         "nvcuda.dll file version 25.21.14.1131", "", (), "nvcuda.dll")
 
 
 def _judge(copies: list[LibraryCopy], driver: DriverFacts = OLD_DRIVER,
            frameworks: list[FrameworkReport] | None = None, bits: int = 64):
-    return judge_machine([DECOY, LATER, TOOLKIT], copies, driver, frameworks or [],
-                         compat_facts(), bits)
+    return judge_machine(windows(), compat_facts(), [DECOY, LATER, TOOLKIT], place(copies),
+                         driver, frameworks or [], bits)
 
 
 def _problems(report) -> list[str]:
@@ -156,11 +157,11 @@ def test_two_different_cudnn_copies_are_a_problem_naming_both_and_the_winner() -
     copies = [_copy("cudnn64_8.dll", TOOLKIT, "aa"),
               _copy("cudnn64_8.dll", DECOY, "bb", version="8.0.0.0")]
     report = _judge(copies)
-    roles = {p.copy.path: p.role for p in report.dlls}
+    roles = {p.copy.path: p.role for p in report.libraries}
     assert roles == {"/decoy/cudnn64_8.dll": "picked", "/cuda/bin/cudnn64_8.dll": "not searched"}
     [problem] = [p for p in _problems(report) if "cudnn64_8" in p]
     assert "picks /decoy/cudnn64_8.dll (PATH[1], version 8.0.0.0)" in problem
-    assert "/cuda/bin/cudnn64_8.dll (CUDA_PATH, version 8.0.3.33)" in problem
+    assert "not searched: /cuda/bin/cudnn64_8.dll (CUDA_PATH, version 8.0.3.33)" in problem
     assert not report.ok
 
 
@@ -179,7 +180,8 @@ def test_a_32_bit_dll_and_a_damaged_one_are_problems() -> None:
                   error="/decoy/cublas64_10.dll: not a valid Windows DLL")
     report = _judge([_copy("cudnn64_8.dll", DECOY, "", machine="I386"), bad])
     problems = " | ".join(_problems(report))
-    assert "is a 32-bit (I386) DLL; a 64-bit process cannot load it" in problems
+    assert "is a 32-bit (I386) DLL; a 64-bit process cannot load it (Windows error 193)" \
+        in problems
     assert "not a valid Windows DLL" in problems
 
 
@@ -216,7 +218,7 @@ def test_a_cuda_the_table_lacks_still_gets_a_worded_hint() -> None:
     compat = replace(compat_facts(), driver_minimum=())
     tf = InstalledFramework("tensorflow", "2.3.0", "/site")
     frameworks = [FrameworkReport(tf, compat.framework_entry(tf.distribution, tf.version))]
-    report = judge_machine([DECOY], [], OLD_DRIVER, frameworks, compat, 64)
+    report = judge_machine(windows(), compat, [DECOY], [], OLD_DRIVER, frameworks, 64)
     [hint] = [f.hint for f in report.findings if f.level == PROBLEM and "built for" in f.message]
     assert hint.startswith("update the NVIDIA driver to one that supports CUDA 10.1")
 
@@ -227,7 +229,7 @@ def test_installed_frameworks_are_read_from_metadata_without_importing(tmp_path:
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tensorflow\n"
                                    "Version: 2.3.0\n")
-    found = installed_frameworks(compat_facts(), path=[str(tmp_path)])
+    found = installed_frameworks(windows(), compat_facts(), path=[str(tmp_path)])
     assert [(f.distribution, f.version) for f in found] == [("tensorflow", "2.3.0")]
 
 
@@ -325,8 +327,8 @@ def test_a_framework_against_the_driver_by_its_version(version: str, cuda: int,
     compat = compat_facts()
     tf = InstalledFramework("tensorflow", "2.5.0", "/site")
     frameworks = [FrameworkReport(tf, compat.framework_entry(tf.distribution, tf.version))]
-    driver = DriverFacts(True, NVCUDA, "", cuda, version, "nvidia-smi", "", ())
-    report = judge_machine([DECOY], [], driver, frameworks, compat, 64)
+    driver = DriverFacts(True, NVCUDA, "", cuda, version, "nvidia-smi", "", (), "nvcuda.dll")
+    report = judge_machine(windows(), compat, [DECOY], [], driver, frameworks, 64)
     found = [f for f in report.findings if f.level == PROBLEM and "built for" in f.message]
     assert bool(found) == problem
     if found:
@@ -343,20 +345,22 @@ def test_the_cuda_a_library_name_pins(name: str, release: tuple[int, int] | None
 
 
 def test_a_copy_on_path_of_a_dll_torch_ships_itself_is_a_problem(tmp_path: Path) -> None:
-    from bundler.diagnose.doctor.host import own_runtime_dlls
+    from bundler.diagnose.doctor.host import framework_libraries
 
     lib = tmp_path / "torch" / "lib"
     lib.mkdir(parents=True)
     for name in ("cudnn64_9.dll", "torch_cpu.dll", "cudart64_12.dll"):
         (lib / name).write_bytes(b"MZ")
     torch = InstalledFramework("torch", "2.5.1+cu124", str(tmp_path))
-    own = own_runtime_dlls(torch, windows())
-    assert own == ("cudart64_12.dll", "cudnn64_9.dll")
     compat = compat_facts()
-    driver = DriverFacts(True, NVCUDA, "", 12040, "551.61", "nvidia-smi", "", ())
+    own = framework_libraries(torch, windows(), compat.scan)
+    assert own == (str(lib / "cudart64_12.dll"), str(lib / "cudnn64_9.dll"))
+    driver = DriverFacts(True, NVCUDA, "", 12040, "551.61", "nvidia-smi", "", (), "nvcuda.dll")
     copy = _copy("cudnn64_9.dll", DECOY, "a" * 64)
-    report = judge_machine([DECOY], [copy], driver,
-                           [FrameworkReport(torch, None, own)], compat, 64)
-    found = [f for f in report.findings if "ships its own cudnn64_9.dll" in f.message]
+    report = judge_machine(windows(), compat, [DECOY], place([copy]), driver,
+                           [FrameworkReport(torch, None, own, "absolute")], 64)
+    found = [f for f in report.findings
+             if "a bare-name load of cudnn64_9.dll gets /decoy/cudnn64_9.dll" in f.message]
     assert found and found[0].level == PROBLEM
-    assert "WinError 127" in found[0].message and "/decoy/cudnn64_9.dll" in found[0].message
+    assert f"not its own {lib / 'cudnn64_9.dll'}" in found[0].message
+    assert "WinError 127" in found[0].message

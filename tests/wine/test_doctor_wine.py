@@ -86,7 +86,7 @@ def test_doctor_names_both_cudnn_copies_the_winner_and_the_missing_driver(
     assert f"a bare-name load picks {decoy}\\cudnn64_8.dll (PATH[1], version 7.6.5.32)" \
         in problem
     assert f"it shadows: {x86}\\cudnn64_8.dll (PATH[2], version 8.0.3.33)" in problem
-    assert (f"not searched, only in CUDA_PATH: {toolkit_bin}\\cudnn64_8.dll (CUDA_PATH, "
+    assert (f"not searched: {toolkit_bin}\\cudnn64_8.dll (CUDA_PATH, "
             "CUDA_PATH_V10_1, version 8.0.3.33)") in problem
     assert _lines_with(text.stdout, f"{x86}\\cudnn64_8.dll is a 32-bit (I386) DLL")
     assert _lines_with(text.stdout, "no NVIDIA driver: nvcuda.dll cannot be loaded")
@@ -97,15 +97,16 @@ def test_doctor_names_both_cudnn_copies_the_winner_and_the_missing_driver(
                              path_dirs=[decoy_cudnn_dir], env=env)
     assert as_json.returncode == 1, as_json.stderr
     report = json.loads(as_json.stdout)
-    assert report["ok"] is False
+    assert report["ok"] is False and report["schema"] == 2
     assert report["libraries"] == report["dlls"]   # dlls: libraries' deprecated alias
-    cudnn = {p["copy"]["path"]: (p["role"], p["copy"]["version"], p["copy"]["folder"]["label"])
-             for p in report["dlls"] if p["copy"]["name"].lower() == "cudnn64_8.dll"}
+    cudnn = {p["path"]: (p["role"], p["version"], p["reached_as"])
+             for p in report["libraries"] if p["name"].lower() == "cudnn64_8.dll"}
     assert cudnn == {f"{decoy}\\cudnn64_8.dll": ("picked", "7.6.5.32", "PATH[1]"),
                      f"{toolkit_bin}\\cudnn64_8.dll": ("not searched", "8.0.3.33",
                                                        "CUDA_PATH, CUDA_PATH_V10_1")}
-    driver = report["driver"]["facts"]
-    assert (driver["checked"], driver["nvcuda"], driver["cuda"]) == (True, "", 0)
+    driver = report["driver"]
+    assert (driver["checked"], driver["driver_library"], driver["path"],
+            driver["cuda_driver_version"]) == (True, "nvcuda.dll", "", 0)
     assert [f["about"] for f in report["findings"] if f["level"] == "problem"].count(
         "driver") == 1
 
@@ -113,10 +114,9 @@ def test_doctor_names_both_cudnn_copies_the_winner_and_the_missing_driver(
 def test_doctor_reads_an_old_driver(win_python, old_driver: Path) -> None:
     result = win_python.run(["-m", "bundler", "doctor", "--json"], path_dirs=[old_driver])
     facts = json.loads(result.stdout)["driver"]
-    assert facts["facts"]["nvcuda"].lower() == f"{to_windows_path(old_driver)}\\nvcuda.dll" \
-        .lower()
-    assert (facts["facts"]["cuda"], facts["cuda"]) == (10000, "10.0")
-    assert (facts["facts"]["version"], facts["facts"]["version_from"]) == (
+    assert facts["path"].lower() == f"{to_windows_path(old_driver)}\\nvcuda.dll".lower()
+    assert (facts["cuda_driver_version"], facts["cuda"]) == (10000, "10.0")
+    assert (facts["version"], facts["version_from"]) == (
         "411.31", "nvcuda.dll file version 25.21.14.1131")
     assert facts["cuda_by_version"] == "10.0"
 

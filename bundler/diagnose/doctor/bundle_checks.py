@@ -1,7 +1,9 @@
-"""`bundler doctor APPDIR`: a bundle on this machine. Its files against the manifest
-(verify), whether each bundled DLL would load here, the driver against the runtime's
-minimum (the bootstrap's own check), and same-named DLLs a process that skipped the
-bootstrap would pick up instead."""
+"""`bundler doctor APPDIR`: a bundle on this machine, one path for every platform, over
+the `Platform` its manifest names. Its files against the manifest (verify), whether each
+bundled library would load here, the driver against the runtime's minimum (the
+bootstrap's own check), how the bootstrap loads the bundle's libraries, and the
+same-named copies a bare-name load of that platform reaches on this machine
+(`bare_name_search`): what a process that skipped the bootstrap would pick up instead."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from bundler.diagnose.doctor.bundle_environment import environment_findings
 from bundler.diagnose.doctor.bundle_frameworks import framework_findings
+from bundler.diagnose.doctor.bundle_loads import preload_findings
 from bundler.diagnose.doctor.findings import (
     NOTE,
     OK,
@@ -20,16 +23,14 @@ from bundler.diagnose.doctor.findings import (
     REPACK,
     Finding,
     PlacedCopy,
-    place,
     render_findings,
     where,
 )
 from bundler.diagnose.doctor.host import (
     LibraryCopy,
-    find_copies,
+    reached_copies,
     system_folders,
 )
-from bundler.diagnose.doctor.linux_bundle import linux_load_findings
 from bundler.diagnose.inspection import Dependency, InspectedLibrary, dll_facts
 from bundler.diagnose.verify import ADDED_HINT, VerifyReport, repair_hint, verify
 from bundler.formats.lockfile import Lock
@@ -82,16 +83,10 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     checked = verify(app, found, lock, lock_path)
     manifest = found.manifest
     environ = os.environ if environ is None else environ
-    target = _bundle_platform(manifest.platform)
+    target = bundle_platform(manifest.platform)
     entries = tuple(e for e in manifest.files if target.is_library(PurePosixPath(e.path).name))
-    # A Linux bundle on Linux: its own loader's story (linux_bundle.py), not Windows's
-    # DLL search, which doctor models for a bundle of Windows's name rules on any machine.
-    linux = _here(manifest.platform) and not target.windows_names
-    folders = [] if linux else [
-        f for f in target.search_folders(environ, os.path.dirname(sys.executable))
-        if f.searched]
     names = sorted({PurePosixPath(e.path).name for e in entries})
-    placed = place(find_copies(target, folders, names))
+    placed = _reached(target, environ, names)
     versions = _plain_versions(manifest.versions)
     report = BundleReport(
         app=str(app), manifest=str(found.path), recipe=manifest.recipe.name,
@@ -105,15 +100,22 @@ def examine_bundle(app: Path, environ: Mapping[str, str] | None = None,
     # path is what that load would get.
     left_out = sorted({d.name for dll in report.dlls for d in dll.facts.dependencies
                        if d.how == "runtime" and d.status != "bundled"})
-    placed += place(find_copies(target, folders, left_out)) if left_out else []
+    placed += _reached(target, environ, left_out) if left_out else []
     findings = (_verify_findings(checked) + _load_findings(report, placed, expected)
                 + _bundle_driver_findings(report) + _shadow_findings(report)
                 + _glibc_findings(report, glibc)
                 + environment_findings(target, found.root, manifest)
-                + framework_findings(target, found.root, manifest))
-    if linux:
-        findings += linux_load_findings(target, found.root, manifest.load_order, environ)
+                + framework_findings(target, found.root, manifest)
+                + preload_findings(target, manifest.load_order))
     return replace(report, findings=tuple(findings))
+
+
+def _reached(target: Platform, environ: Mapping[str, str], names: list[str]
+             ) -> list[PlacedCopy]:
+    """The copies of `names` a bare-name load of the bundle's platform reaches on this
+    machine (picked or shadowed), read as files: the same search for every platform."""
+    return [p for p in reached_copies(target, environ, names)[1]
+            if p.role in ("picked", "shadowed")]
 
 
 def _glibc_findings(report: BundleReport, glibc: str) -> list[Finding]:
@@ -156,10 +158,10 @@ def _here(platform: str) -> bool:
 
 def _key(report: BundleReport, name: str) -> str:
     """A library name as the bundle's platform compares names."""
-    return _bundle_platform(report.platform).name_key(name)
+    return bundle_platform(report.platform).name_key(name)
 
 
-def _bundle_platform(name: str) -> Platform:
+def bundle_platform(name: str) -> Platform:
     """The platform a bundle's manifest names. One this bundler does not know (an edited
     manifest, or a newer bundler's) is read as the first platform inspect tries a file
     against (all_platforms' order), so doctor still reports on the bundle's files."""
@@ -220,7 +222,7 @@ def _verify_findings(report: VerifyReport) -> list[Finding]:
 def _load_findings(report: BundleReport, placed: list[PlacedCopy],
                    expected: set[str]) -> list[Finding]:
     """Would each bundled DLL load here: its machine, and each import present."""
-    target = _bundle_platform(report.platform)
+    target = bundle_platform(report.platform)
     platform_machine = target.machine
     system = system_folders()
     findings = []
@@ -228,8 +230,8 @@ def _load_findings(report: BundleReport, placed: list[PlacedCopy],
         facts = dll.facts
         reasons = [(facts.error, REPACK)] if facts.error else []
         if facts.machine and facts.machine != platform_machine:
-            reasons.append((f"it is a {facts.bits}-bit {facts.machine} DLL, not "
-                            f"{platform_machine}", REPACK))
+            reasons.append((f"it is a {facts.bits}-bit {facts.machine} "
+                            f"{target.library_word}, not {platform_machine}", REPACK))
         reasons += [r for r in (_import_problem(d, report, system, expected)
                                 for d in facts.dependencies) if r]
         findings += [Finding(PROBLEM, "bundle", f"{facts.name} would not load: {reason}",
@@ -250,8 +252,9 @@ def _import_problem(dep: Dependency, report: BundleReport, system: dict[str, str
     if dep.status == "missing" and _key(report, dep.name) in expected:
         return f"it imports {dep.name}, which is missing from the bundle", REPACK
     if dep.status == "missing":
-        return (f"it imports {dep.name}, which is neither bundled nor part of Windows or "
-                "the driver", f"the bundled file is not what the recipe expects: {REPACK}")
+        return (f"it imports {dep.name}, which is neither bundled nor part of "
+                f"{bundle_platform(report.platform).os_name} or the driver",
+                f"the bundled file is not what the recipe expects: {REPACK}")
     if dep.status == "driver" and report.driver and not report.driver.get("nvcuda"):
         return (f"it imports {dep.name}, which comes with the NVIDIA driver (not installed)",
                 "install the NVIDIA driver")
@@ -312,6 +315,8 @@ def _bundle_driver_findings(report: BundleReport) -> list[Finding]:
 
 
 def _shadow_findings(report: BundleReport) -> list[Finding]:
+    """A same-named copy a bare-name load picks: what a process that skipped the
+    bootstrap (or a library loading the name before it ran) would get."""
     findings = []
     for dll in report.dlls:
         picked = next((p.copy for p in dll.on_search_path if p.role == "picked"), None)
@@ -321,12 +326,12 @@ def _shadow_findings(report: BundleReport) -> list[Finding]:
             findings.append(Finding(NOTE, "bundle", f"{where(picked)} is identical to the "
                                     f"bundled {dll.facts.name}"))
             continue
-        folder = picked.folder.path
         findings.append(Finding(
             PROBLEM, "bundle", f"a process that skips the bootstrap would load "
             f"{where(picked)}, not the bundled {dll.facts.name}",
-            f"keep the bootstrap import first in the entry script; taking {folder} off PATH "
-            "removes the risk"))
+            "keep the bootstrap lines first in the entry script (bundler's runtime hook "
+            f"first in a PyInstaller app): its preload by absolute path keeps {picked.path} "
+            "out"))
     return findings
 
 
@@ -340,11 +345,10 @@ def render_bundle(report: BundleReport) -> list[str]:
     lines = [f"bundler doctor: {report.app} (recipe {report.recipe}; CUDA "
              f"{report.versions.get('cuda')}, cuDNN {report.versions.get('cudnn')}, "
              f"driver >= {report.versions.get('min_driver')})", ""]
-    word = _bundle_platform(report.platform).library_word
+    word = bundle_platform(report.platform).library_word
     lines += format_table((f"bundled {word}", "machine", "version",
                            "same name on the search path"),
                           ((d.facts.name, d.facts.machine, d.facts.file_version or "-",
                             "; ".join(f"{p.copy.path} ({p.role})" for p in d.on_search_path)
                             or "-") for d in report.dlls))
     return lines + ["", "findings:"] + render_findings(report.findings)
-

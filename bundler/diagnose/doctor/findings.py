@@ -1,12 +1,19 @@
-"""What doctor reports: findings (problem / ok / note), the copies of a DLL name a
-bare-name load would pick or pass over, and their rendering."""
+"""What doctor reports: findings (problem / ok / note), the copies of a library name a
+bare-name load would pick or pass over, the reports' shapes, and the findings' rendering.
+(The public JSON is a view of these built on purpose: view.py.)"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bundler.diagnose.doctor.host import DriverFacts, InstalledFramework, LibraryCopy, SearchFolder
-from bundler.targets.registry import FoundLibrary, FrameworkEntry
+from bundler.diagnose.doctor.host import (
+    DriverFacts,
+    InstalledFramework,
+    LibraryCopy,
+    PlacedCopy,
+    SearchFolder,
+)
+from bundler.targets.registry import FrameworkEntry
 
 PROBLEM, OK, NOTE = "problem", "ok", "note"
 REPACK = "re-run `bundler pack` (an antivirus may have quarantined a file)"
@@ -21,14 +28,6 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class PlacedCopy:
-    """A DLL copy and what a bare-name load makes of it."""
-
-    copy: LibraryCopy
-    role: str   # "picked", "shadowed" (an earlier folder has the name), "not searched"
-
-
-@dataclass(frozen=True)
 class DriverReport:
     facts: DriverFacts
     cuda: str              # the CUDA the driver supports, from cuDriverGetVersion
@@ -38,23 +37,23 @@ class DriverReport:
 @dataclass(frozen=True)
 class FrameworkReport:
     installed: InstalledFramework
-    expects: FrameworkEntry | None
-    own_dlls: tuple[str, ...] = ()   # CUDA/cuDNN libraries it ships or opens by path
-    opens: str = ""   # Linux: how it opens them ("absolute", "preload"; linux.toml)
+    expects: FrameworkEntry | None   # its row of the platform's driver table, if any
+    libraries: tuple[str, ...] = ()  # CUDA/cuDNN libraries it opens by path (absolute)
+    opens: str = ""   # how it opens them, per the platform's facts ("absolute", "preload")
 
 
 @dataclass(frozen=True)
 class MachineReport:
+    platform: str   # this machine's (registry.this_machine), "" where none is
     python: str
     bits: int
-    search_order: tuple[SearchFolder, ...]
-    dlls: tuple[PlacedCopy, ...]
+    search_order: tuple[SearchFolder, ...]   # the folders its bare-name load searches
+    # Every copy found: those its bare-name load reaches (picked, shadowed), those in
+    # folders it only names (not searched), other platforms' files (file only)
+    libraries: tuple[PlacedCopy, ...]
     driver: DriverReport
     frameworks: tuple[FrameworkReport, ...]
     findings: tuple[Finding, ...]
-    platform: str = ""   # this machine's (platforms.this_machine), "" if none
-    # Linux: each copy of a cuDNN/CUDA library a bare-name load reaches, in order
-    libraries: tuple[FoundLibrary, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -62,7 +61,9 @@ class MachineReport:
 
 
 def place(copies: list[LibraryCopy]) -> list[PlacedCopy]:
-    """The first searched copy of each name is what a bare-name load picks."""
+    """The first searched copy of each name (by folder order) is what a bare-name load
+    picks: the folder search alone (the platform's `bare_name_search` is the loader's
+    whole answer, host.reached_copies)."""
     picked: set[str] = set()
     placed = []
     for copy in sorted(copies, key=lambda c: (c.name.lower(), not c.folder.searched,
@@ -76,6 +77,11 @@ def place(copies: list[LibraryCopy]) -> list[PlacedCopy]:
             picked.add(copy.name.lower())
         placed.append(PlacedCopy(copy, role))
     return placed
+
+
+def plural(word: str) -> str:
+    """A platform's word for its libraries in the plural: "DLLs", "libraries"."""
+    return f"{word[:-1]}ies" if word.endswith("y") else f"{word}s"
 
 
 def where(copy: LibraryCopy) -> str:
@@ -93,9 +99,9 @@ def render_findings(findings: tuple[Finding, ...]) -> list[str]:
         if finding.hint and finding.level == PROBLEM:
             lines.append(f"           hint: {finding.hint}")
     problems = sum(f.level == PROBLEM for f in findings)
-    partial = any(f.about == "machine" for f in findings)  # off Windows: see that note
+    partial = any(f.about == "machine" for f in findings)  # no platform here: that note
     closing = (f"{problems} problem(s) found." if problems else
-               "no problems found in what can be checked off Windows." if partial else
+               "no problems found in what can be checked here." if partial else
                "healthy: no problems found.")
     lines += ["", closing]
     return lines
