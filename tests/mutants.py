@@ -70,6 +70,10 @@ OWNERS_TESTS = "tests/integration/test_store_owners.py"
 VERIFY = "bundler/diagnose/verify.py"
 LOCK_BUNDLE_TESTS = "tests/integration/test_lock_bundle.py"
 INIT_TESTS = ("tests/integration/test_init.py",)
+# Issue 42 item 4 (hostile files of the app), item 2 (the bootstrap's imports) and
+# issue 40 item 3's last clause (a bundle run on another OS says so).
+HOSTILE_TESTS = ("tests/integration/test_hostile_app_files.py",)
+SHADOW_TESTS = ("tests/linux/test_bootstrap_shadows.py",)
 FACTS = "bundler/frameworks/facts.py"
 NAMES = "bundler/frameworks/loaded_names.py"
 FACTS_TESTS = ("tests/integration/test_framework_facts.py",)
@@ -91,9 +95,47 @@ class Mutant:
 
 
 MUTANTS = (
+    Mutant("build-info-call-taken", "a call in a build-info file (x = f(5)) is taken as "
+           "no value, not as a file that cannot be read", "bundler/frameworks/facts.py",
+           '                raise ValueError("a call")\n', "                return None\n",
+           HOSTILE_TESTS),
+    Mutant("build-info-pipe-absent", "a build-info file that is a pipe, a device or a folder "
+           "is taken as absent", "bundler/frameworks/facts.py", "if os.path.lexists(path):",
+           "if path.is_file():", HOSTILE_TESTS),
+    Mutant("scan-binary-unchecked", "the app scan opens a binary without checking it is a "
+           "regular file (a pipe hangs it)", "bundler/pack/app_scan.py",
+           "            require_scannable(path, str(path))", "            pass", HOSTILE_TESTS),
+    Mutant("scan-binary-unbounded", "the app scan reads a binary of any size (a sparse 20 GB "
+           "one for minutes)", "bundler/frameworks/loaded_names.py",
+           "MAX_BINARY_BYTES = 4 << 30", "MAX_BINARY_BYTES = 1 << 60", HOSTILE_TESTS),
+    Mutant("metadata-read-plainly", "a dist-info's METADATA is read with a plain read (a pipe "
+           "hangs it)", "bundler/frameworks/installed.py",
+           'return read_bounded(path, MAX_METADATA_BYTES).decode("utf-8", "replace")',
+           'return path.read_text("utf-8", "replace")', HOSTILE_TESTS),
+    Mutant("recipes-read-per-name", "every shipped recipe is read again for each name a "
+           "refusal looks up", "bundler/recipe/load.py",
+           "    return list(_read_recipes(tuple(stamps)))",
+           "    return [load_recipe_file(path) for path, _ in stamps]", HOSTILE_TESTS),
+    Mutant("bootstrap-imports-unguarded", "the bootstrap's imports run with the app's folder "
+           "first on sys.path (a json.py beside main.py runs in it)", "bundler/pack/emit.py",
+           'guarded = "with _StandardLibraryFirst():\\n"', 'guarded = "if True:\\n"',
+           SHADOW_TESTS),
+    Mutant("injected-lines-import-files", "the lines added to main.py import importlib.util "
+           "from sys.path (an importlib/ beside main.py runs first under -S)",
+           "bundler/pack/emit.py", "import sys as _bundler_sys, _frozen_importlib as "
+           "_bundler_util\n", "import sys as _bundler_sys, importlib.util as _bundler_util\n",
+           SHADOW_TESTS),
+    Mutant("shadows-left-cached", "the standard library's modules the app shadows stay in "
+           "sys.modules (the app's own import json gets the standard one)",
+           "bundler/runtime/first.py", "                    del sys.modules[module]",
+           "                    pass", SHADOW_TESTS),
+    Mutant("wrong-os-silent", "a bundle run on another OS does nothing and says nothing",
+           "bundler/runtime/activation.py",
+           "        _not_for_this_os()  # nothing of it can load here: said, not silent",
+           "        pass", SHADOW_TESTS),
     # Issue 27 items 1-2: frameworks describe themselves; their minimums are enforced.
     Mutant("framework-file-unread", "the app scan does not read a framework's build-info "
-           "file", FACTS, "            if path.is_file():\n", "            if False:\n",
+           "file", FACTS, "            if os.path.lexists(path):", "            if False:",
            FACTS_TESTS),
     Mutant("table-minimum-ignored", "the driver table's cuDNN minimum is not a minimum",
            FACTS, "        if self.row is not None and self.row.cudnn:\n",
@@ -604,12 +646,13 @@ MUTANTS = (
            "        raise BundledRuntimeError(problem)\n",
            ("tests/linux/test_linux_bootstrap_stops.py",)),
     Mutant("linux-bundle-load-unexplained", "doctor APPDIR says nothing of how a Linux "
-           "bundle loads", BUNDLE_CHECKS, "+ preload_findings(target, manifest.load_order))",
-           "+ [])", ("tests/linux/test_linux_doctor_bundle.py",)),
+           "bundle loads", BUNDLE_CHECKS, "    if linux:\n        findings += linux_load",
+           "    if False:\n        findings += linux_load",
+            ("tests/linux/test_linux_doctor_bundle.py",)),
     Mutant("linux-frameworks-unjudged", "machine doctor on Linux says nothing of frameworks",
-           "bundler/diagnose/doctor/machine_frameworks.py",
-           "        findings += _opens_findings(here, title, framework, placed)\n",
-           "        findings += []\n", ("tests/linux/test_linux_doctor_machine.py",)),
+           "bundler/diagnose/doctor/linux_machine.py",
+           "findings += [f for fw in frameworks for f in _framework_findings(fw, found)]",
+           "findings += []", ("tests/linux/test_linux_doctor_machine.py",)),
     Mutant("linux-layouts-unknown", "a Linux input's layout is read as a Windows one",
            "bundler/releases/channels.py", "if not target.case_insensitive:   # Linux",
            "if False:   # Linux", ("tests/linux/test_linux_installed_wheels.py",)),
@@ -641,11 +684,10 @@ MUTANTS = (
            'named = "dlls" if "dlls" in table.names() else "libraries"', 'named = "dlls"',
            ("tests/integration/test_libraries_key.py",)),
     Mutant("doctor-json-no-libraries", "doctor APPDIR --json lacks libraries",
-           "bundler/diagnose/doctor/view.py",
-           '        "libraries": libraries,\n        "dlls": libraries,   # deprecated alias of '
-           'libraries until 1.0\n        "driver": {"checked"',
-           '        "dlls": libraries,   # deprecated alias of libraries until 1.0\n'
-           '        "driver": {"checked"', ("tests/integration/test_libraries_key.py",)),
+           "bundler/commands/cmd_doctor.py",
+           "data = [with_libraries(report_data(bundle)) for bundle in bundles]",
+           "data = [report_data(bundle) for bundle in bundles]",
+           ("tests/integration/test_libraries_key.py",)),
     Mutant("cache-prune-ignores-app-wheel-pins", "bundler cache prune removes the app "
            "wheels a lock names", "bundler/pack/store/caches.py",
            "wheel.name in named.app_wheels, WHEELS)", "False, WHEELS)",
@@ -654,13 +696,11 @@ MUTANTS = (
            "CPython a lock's app.python names", "bundler/pack/store/caches.py",
            "            sha256s.add(embed.sha256)\n", "            pass\n",
            ("tests/integration/test_cache_all.py",)),
-    Mutant("windows-machine-json-no-libraries", "doctor --json of a machine lacks "
-           "libraries", "bundler/diagnose/doctor/view.py",
-           '        "libraries": libraries,\n        "dlls": libraries,   # deprecated alias of '
-           'libraries until 1.0\n        "driver": _machine_driver',
-           '        "dlls": libraries,   # deprecated alias of libraries until 1.0\n'
-           '        "driver": _machine_driver',
-           ("tests/unit/test_doctor_platforms.py", "tests/integration/test_libraries_key.py")),
+    Mutant("windows-machine-json-no-libraries", "doctor --json of a Windows machine "
+           "lacks libraries", "bundler/commands/cmd_doctor.py",
+           "        return data\n    return with_libraries(data)",
+           "        return data\n    return data",
+           ("tests/wine/test_doctor_wine.py", "tests/integration/test_libraries_key.py")),
     Mutant("doctor-checks-one", "doctor of a folder of bundles checks the first only",
            "bundler/commands/cmd_doctor.py", "for found in found_bundles(folder, lock)]",
            "for found in found_bundles(folder, lock)[:1]]", ("tests/integration/test_tamper.py",)),
@@ -1014,35 +1054,6 @@ MUTANTS = (
     Mutant("windows-probe-missing", "the Windows platform has no probe_driver",
            "bundler/windows/windows_platform.py", "    def probe_driver(self) -> DriverProbe:",
            "    def _probe_driver(self) -> DriverProbe:", ("tests/meta/test_seam.py",)),
-    # Issue 40 item 2: doctor is one path over Platform; its JSON a versioned view.
-    Mutant("doctor-other-platform-files-unlisted", "machine doctor lists no other "
-           "platform's library files (only Windows DLLs on Linux, as before)",
-           "bundler/diagnose/doctor/machine_checks.py",
-           "    others = [p for p in all_platforms() if p is not here]\n",
-           "    others = [p for p in all_platforms() if p is not here and p.library_word == "
-           "'DLL']\n", ("tests/unit/test_doctor_platforms.py",)),
-    Mutant("doctor-bare-name-search-unread", "machine doctor does not ask the platform's "
-           "bare-name search which copy a load picks", "bundler/diagnose/doctor/host.py",
-           "for index, f in enumerate(found, 1)]", "for index, f in enumerate(found[:0], 1)]",
-           ("tests/unit/test_doctor_platforms.py",)),
-    Mutant("doctor-json-nvcuda-on-linux", "doctor --json names the driver's library nvcuda "
-           "on every platform", "bundler/diagnose/doctor/view.py",
-           '"driver_library": facts.library, "path": facts.path,',
-           '"driver_library": "nvcuda.dll", "nvcuda": facts.path, "path": facts.path,',
-           ("tests/unit/test_doctor_platforms.py",)),
-    Mutant("doctor-json-unversioned", "doctor --json of a machine carries no schema",
-           "bundler/diagnose/doctor/view.py",
-           '        "schema": SCHEMA,\n        "kind": "machine",\n',
-           '        "kind": "machine",\n', ("tests/unit/test_doctor_platforms.py",)),
-    Mutant("doctor-copies-unjudged-on-one-platform", "machine doctor judges the copies of "
-           "a name on Windows only", "bundler/diagnose/doctor/machine_checks.py",
-           "    for group in _by_name(placed, here).values():\n",
-           "    for group in _by_name(placed if here is None or here.library_word == 'DLL' "
-           "else [], here).values():\n", ("tests/unit/test_doctor_platforms.py",)),
-    Mutant("bundle-search-skipped", "bundle doctor looks for no same-named copy on the "
-           "bundle platform's search path", BUNDLE_CHECKS,
-           "    placed = _reached(target, environ, names)\n", "    placed = []\n",
-           ("tests/linux/test_linux_doctor_bundle.py",)),
 )
 
 

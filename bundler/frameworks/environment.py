@@ -25,9 +25,10 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from importlib import metadata
 from pathlib import Path, PurePosixPath
 
+from bundler.frameworks.installed import BoundedDistribution
+from bundler.support.regular_files import read_bounded
 from bundler.targets.registry import Platform, this_machine
 
 _METADATA = ".dist-info"
@@ -190,11 +191,9 @@ class AppCode:
 
 
 def _tree(path: Path) -> ast.AST | None:
-    try:
-        if path.stat().st_size > _LARGEST_SCRIPT:
-            return None
-        return ast.parse(path.read_bytes(), str(path))
-    except (OSError, SyntaxError, ValueError):
+    try:   # a pipe or a link to /dev/zero named x.py is refused, not waited on
+        return ast.parse(read_bounded(path, _LARGEST_SCRIPT), str(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None   # not Python this interpreter reads: it uses nothing we can see
 
 
@@ -221,7 +220,7 @@ def _part(folders: tuple[Path, ...], described: str, platform: Platform,
     wheels: dict[str, NvidiaWheel] = {}
     for folder in folders:
         for info in sorted(folder.glob(f"*{_METADATA}")) if folder.is_dir() else []:
-            dist = metadata.PathDistribution(info)
+            dist = BoundedDistribution(info)
             name = dist.metadata["Name"] or ""
             key = _normal(name)
             if key in opens:

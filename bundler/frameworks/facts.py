@@ -17,7 +17,10 @@ These are read with `ast` (the app's code is never imported or run):
 The driver table's framework row (`Platform.driver_table()`, bundler/windows/compat.toml)
 adds what no file says (TensorFlow >= 2.5 needs cuDNN >= 8.1; its GPU check loads eight
 libraries). A file that exists but cannot be read is reported (`FrameworkFacts.unreadable`),
-never taken as "no needs".
+never taken as "no needs": one that is not a regular file (a FIFO, a link to /dev/zero, a
+folder, a dangling link), is over 1 MiB, is not UTF-8 Python (or JSON), or is not the plain
+literals these generated files hold (a top-level `x = f(5)`, an `if`, a loop: what the
+file would compute cannot be known without running it).
 
 The API (pack's app scan, `bundler init` and `bundler doctor` call it):
 
@@ -48,13 +51,14 @@ import os
 import re
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, replace
-from importlib import metadata
 from pathlib import Path
 
 from bundler.errors import CheckError
+from bundler.frameworks.installed import installed
 from bundler.platforms.driver_table import CompatFacts as DriverTable
 from bundler.platforms.driver_table import FrameworkEntry, version_tuple
 from bundler.releases.catalogue import Release, catalogue_releases
+from bundler.support.regular_files import read_bounded
 from bundler.support.wheel_names import normalize
 
 _MAX_FILE_BYTES = 1 << 20   # the files are a few kB; a larger one is not theirs
@@ -172,7 +176,7 @@ def read_frameworks(root: Path, folders: Iterable[Path],
     in `folders`: the app's site-packages folders (those holding *.dist-info), inside the
     app folder `root`."""
     found: dict[str, FrameworkFacts] = {}
-    for dist in metadata.distributions(path=[str(f) for f in folders]):
+    for dist in installed(folders):
         distribution, version = dist.metadata["Name"] or "", dist.version
         reader = _READERS.get(_family_of(distribution))
         row = table.framework_entry(distribution, version)
@@ -185,7 +189,7 @@ def read_frameworks(root: Path, folders: Iterable[Path],
         if reader is not None:
             relpath, read = reader
             path = Path(str(dist.locate_file(relpath)))
-            if path.is_file():
+            if os.path.lexists(path):   # whatever is there: a pipe or a folder is no file
                 facts = _read_file(facts, path, _inside(path, root), read)
         found[normalize(distribution)] = facts
     return tuple(found[k] for k in sorted(found))
@@ -235,38 +239,61 @@ def _family_of(distribution: str) -> str:
 def _read_file(facts: FrameworkFacts, path: Path, relpath: str,
                read: Callable[[str], dict[str, object]]) -> FrameworkFacts:
     try:
-        if path.stat().st_size > _MAX_FILE_BYTES:
-            raise ValueError(f"{path.stat().st_size} bytes, more than a build-info file")
-        text = path.read_text(encoding="utf-8")
-        said = read(text)
-    except (OSError, ValueError, SyntaxError, RecursionError) as exc:
+        said = read(read_bounded(path, _MAX_FILE_BYTES).decode("utf-8"))
+    except OSError as exc:
+        return replace(facts, file=relpath, unreadable=f"{relpath}: {exc.strerror or exc}")
+    except (ValueError, SyntaxError, RecursionError, MemoryError) as exc:
         return replace(facts, file=relpath, unreadable=f"{relpath}: {exc}")
     return replace(facts, file=relpath, **said)  # type: ignore[arg-type]
 
 
 def _assignments(text: str) -> dict[str, object]:
-    """Top-level `name = literal` (and `name: T = literal`) of a Python file, by `ast`."""
+    """Top-level `name = literal` (and `name: T = literal`) of a generated Python file,
+    by `ast`. Besides them it may hold only a docstring, imports and definitions (a
+    `def show():` runs only when called); anything else is not such a file: ValueError
+    naming the line (a call, an `if`, a name bound to a computed value)."""
     values: dict[str, object] = {}
     for node in ast.parse(text).body:
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
+        if isinstance(node, _INERT) or (isinstance(node, ast.Expr)
+                                        and isinstance(node.value, ast.Constant)):
+            continue
+        if isinstance(node, ast.AnnAssign) and node.value is None \
+                and isinstance(node.target, ast.Name):
+            continue   # `cuda: Optional[str]` binds nothing
+        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
+                   if isinstance(node, ast.AnnAssign) else [])
+        value = getattr(node, "value", None)
+        if not targets or value is None or not all(isinstance(t, ast.Name) for t in targets):
+            raise ValueError(f"line {node.lineno}: not a plain assignment of a literal, "
+                             "as a generated build-info file holds")
         for target in targets:
-            if isinstance(target, ast.Name):
-                try:
-                    values[target.id] = _literal(value)
-                except ValueError:
-                    continue   # not a literal (a call, a name): not a build figure
+            values[target.id] = _literal(value, node.lineno)   # type: ignore[attr-defined]
     return values
 
 
-def _literal(node: ast.expr) -> object:
-    # TensorFlow writes collections.OrderedDict([(key, value), ...]): read its pairs.
-    if isinstance(node, ast.Call) and node.args and not node.keywords:
-        return dict(ast.literal_eval(node.args[0]))
-    return ast.literal_eval(node)
+_INERT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+          ast.Pass)
+
+
+def _literal(node: ast.expr, line: int) -> object:
+    """A literal's value; TensorFlow writes collections.OrderedDict([(key, value), ...]):
+    its pairs, as a dict. ValueError for any other expression."""
+    try:
+        if isinstance(node, ast.Call):
+            if not (_names_ordered_dict(node.func) and len(node.args) <= 1
+                    and not node.keywords):
+                raise ValueError("a call")
+            return dict(ast.literal_eval(node.args[0])) if node.args else {}
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"line {line}: not a literal ({exc}), as a generated build-info "
+                         "file holds") from None
+
+
+def _names_ordered_dict(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "OrderedDict"
+            and isinstance(func.value, ast.Name) and func.value.id == "collections") \
+        or (isinstance(func, ast.Name) and func.id == "OrderedDict")
 
 
 def _text(value: object) -> str:

@@ -19,7 +19,10 @@ these, so the app scan reads each binary's bytes for them:
   `alternatives` and none is demanded (the framework's files and the table decide).
 
 The bytes are read in pieces (bounded memory, a 1 GB binary included), each piece
-overlapping the last by the longest name so none is cut.
+overlapping the last by the longest name so none is cut. A file that is not a regular
+file (a FIFO, a link to /dev/zero) or is larger than any library an OS loads
+(`MAX_BINARY_BYTES`: a PE image's size is a 32-bit field) is refused by name before a
+byte is read (`require_scannable`): a sparse 20 GB "huge.dll" is never read for minutes.
 """
 
 from __future__ import annotations
@@ -29,12 +32,15 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from bundler.errors import CheckError
 from bundler.recipe.library_imports import is_runtime_library
 from bundler.recipe.load import families_dir, shipped_recipes
 from bundler.releases.families import families, runtime_sets, translated
+from bundler.support.regular_files import NotARegularFile, TooLarge, describe_size, open_bounded
 from bundler.targets.registry import Platform, platform_for
 
 _PIECE = 8 << 20
+MAX_BINARY_BYTES = 4 << 30   # no library loads past 4 GiB (PE's SizeOfImage is 32 bits)
 _LONGEST = 256          # bytes: the longest name (UTF-16 doubles it) kept across pieces
 _LOADERS = re.compile(rb"LoadLibrary(?:Ex)?[AW]\x00|dlopen\x00")
 _LOADER_STARTS = (b"LoadLibrary", b"dlopen\x00")   # where a match of _LOADERS can start
@@ -72,7 +78,7 @@ def loaded_by_name(path: Path, platform: Platform) -> LoadedNames:
     found: dict[str, str] = {}
     loader = False
     ends = _ends(platform.library_names, platform.case_insensitive)
-    with path.open("rb") as stream:
+    with open_bounded(path, MAX_BINARY_BYTES) as stream:
         tail = b""
         while piece := stream.read(_PIECE):
             window = tail + piece
@@ -87,6 +93,21 @@ def loaded_by_name(path: Path, platform: Platform) -> LoadedNames:
     names = [n for n in found.values()
              if platform.is_library(n) and is_runtime_library(n, platform)]
     return _split_alternatives(sorted(names, key=platform.name_key), platform)
+
+
+def require_scannable(path: Path, shown: str) -> None:
+    """CheckError naming `shown` unless `path` is a regular file of at most
+    MAX_BINARY_BYTES, judged by its size without reading it or waiting on a pipe."""
+    try:
+        open_bounded(path, MAX_BINARY_BYTES).close()
+    except (NotARegularFile, TooLarge) as exc:
+        what = (f"larger than any library an OS loads ({describe_size(MAX_BINARY_BYTES)})"
+                if isinstance(exc, TooLarge) else exc.strerror)
+        raise CheckError(f"{shown}: {what}, so the app scan cannot read it",
+                         "remove it from the app folder (a library is a regular file), or "
+                         "set [scan] enabled = false in the spec") from None
+    except OSError:
+        return   # unreadable: the reader that opens it says so
 
 
 def _names_a_loader(window: bytes) -> bool:

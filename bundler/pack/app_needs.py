@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError, SpecError
 from bundler.frameworks.environment import Environment
@@ -163,17 +163,27 @@ def _unsupplied_error(recipe: Recipe, unsupplied: list[Need], needs: Sequence[Ne
     DLLs packed with a CUDA 13 recipe gets one short line, not 13 repeats)."""
     wanted: dict[str, list[str]] = {}
     ships: list[str] = []
+    own: dict[str, list[str]] = {}   # this recipe's files by family, sorted out once
+    for runtime_file in recipe.files.values():
+        own.setdefault(_family(runtime_file.name), []).append(runtime_file.name)
     for need in unsupplied:
         wanted.setdefault(f"{need.by} {_verb(need)}", []).append(need.dll)
-        ships += [f.name for f in recipe.files.values() if _family(f.name) == _family(need.dll)]
+        ships += own.get(_family(need.dll), [])
     # One shipped recipe of the app's CUDA that has them all is the answer; else where
     # each can be had, for that CUDA (a cuDNN 8 app for CUDA 12 is not sent to 10.1).
     app_cuda = _app_cuda(recipe, needs)
-    whole = [r.name for r in shipped_recipes() if r.name != recipe.name
+    recipes = shipped_recipes()   # read once here, not once a name (40,000 in one binary)
+    whole = [r.name for r in recipes if r.name != recipe.name
              and _of_cuda(r.cuda, app_cuda)
              and all(r.supplier_of(need.dll) is not None for need in unsupplied)]
-    uses = [f"use {whole[0]}"] if whole else [_suggestion(recipe, n.dll, app_cuda)
-                                              for n in unsupplied]
+    suggested: dict[str, str] = {}   # each name's suggestion once
+    folder, key = families_dir(), recipe.target.name_key
+    known = {key(f.name) for r in recipes for f in r.files.values()}
+    for need in [] if whole else unsupplied:
+        if key(need.dll) not in suggested:
+            suggested[key(need.dll)] = _suggestion(
+                recipe, need.dll, app_cuda, recipes if key(need.dll) in known else (), folder)
+    uses = [f"use {whole[0]}"] if whole else list(suggested.values())
     texts = [f"{who} {listing(dlls, _SHOWN)}" for who, dlls in wanted.items()]
     texts.append(f"this recipe ships {listing(ships, _SHOWN)}" if ships
                  else "this recipe has no such DLL")
@@ -199,13 +209,15 @@ def _of_cuda(cuda: str, app_cuda: set[int] | None) -> bool:
     return app_cuda is None or int(cuda.split(".")[0]) in app_cuda
 
 
-def _suggestion(recipe: Recipe, dll: str, app_cuda: set[int] | None) -> str:
-    """Where `dll` can be had: another shipped recipe of the app's CUDA, else a catalogue
-    release (of the app's CUDA where the app's names tell it, else the recipe's)."""
-    others = [r.name for r in shipped_recipes() if r.name != recipe.name
+def _suggestion(recipe: Recipe, dll: str, app_cuda: set[int] | None,
+                recipes: Sequence[Recipe], folder: Path) -> str:
+    """Where `dll` can be had: another of the shipped `recipes` of the app's CUDA, else a
+    catalogue release (of the app's CUDA where the app's names tell it, else the
+    recipe's)."""
+    others = [r.name for r in recipes if r.name != recipe.name
               and _of_cuda(r.cuda, app_cuda) and r.supplier_of(dll) is not None]
     cuda = str(max(app_cuda)) if app_cuda else recipe.cuda
-    release = release_shipping(dll, cuda, families_dir(), recipe.target.release_suffix)
+    release = release_shipping(dll, cuda, folder, recipe.target.release_suffix)
     return (f"use {others[0]}" if others else
             f"use a release that has it, e.g. {release} (bundler recipes)" if release
             else "no recipe bundler knows has it")

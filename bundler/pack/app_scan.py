@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError
@@ -37,7 +36,8 @@ from bundler.frameworks.facts import (
     read_frameworks,
     refuse_unfit,
 )
-from bundler.frameworks.loaded_names import loaded_by_name
+from bundler.frameworks.installed import installed
+from bundler.frameworks.loaded_names import loaded_by_name, require_scannable
 from bundler.pack.builders.folder import outputs_in
 from bundler.recipe.library_imports import is_runtime_library
 from bundler.releases.catalogue import parse_release_name
@@ -122,6 +122,8 @@ def scan_app(root: Path, skip: str = "", *, platform: Platform,
         if any(part.endswith(_METADATA_SUFFIXES) for part in PurePosixPath(relpath).parts):
             metadata_dirs.add(_metadata_parent(path, root))
             continue
+        if any(_binary_of(path.name, p) for p in all_platforms()):
+            require_scannable(path, str(path))   # a pipe or /dev/zero: before any read
         if not _binary_of(path.name, platform):
             _note_gpu_binary(gpu, path, relpath)   # another platform's, by its name
             continue
@@ -255,7 +257,7 @@ def _frameworks(folders: list[Path], compat: DriverTable) -> list[Framework]:
     (by name), with its row for that version (None: a release the table lacks)."""
     known = {d.lower().replace("_", "-") for d in compat.framework_distributions}
     found: dict[str, Framework] = {}
-    for dist in metadata.distributions(path=[str(f) for f in folders]):
+    for dist in installed(folders):
         name = dist.metadata["Name"] or ""
         if name.lower().replace("_", "-") in known:
             found.setdefault(name.lower(), Framework(

@@ -37,16 +37,24 @@ __all__ = ["BOOTSTRAP_NAME", "INJECT_MARKER", "build_manifest", "built_files",
 # The bootstrap sits at the app's top; LOCATION is its path from the entry's folder.
 # Without it (deleted, quarantined) the app stops with one line saying what to do, not
 # a FileNotFoundError traceback from these lines.
+# Nothing here is imported from a file: sys and the two modules behind importlib.util
+# (its spec_from_file_location and module_from_spec) are in every interpreter before
+# the script runs, so a json.py, os.py or importlib/ beside the script cannot stand in
+# for them (the bootstrap's own imports are guarded by runtime/first.py). The folder is
+# cut from __file__ as text, with no os.path.
 _INJECTED = f'''{INJECT_MARKER} (added by `bundler pack`)
-import importlib.util as _bundler_util, os.path as _bundler_path, sys as _bundler_sys
-_bundler_spec = _bundler_util.spec_from_file_location("_cudnn_bootstrap", _bundler_path.join(
-    _bundler_path.dirname(_bundler_path.abspath(__file__)), LOCATION))
-if not _bundler_path.isfile(_bundler_spec.origin):
+import sys as _bundler_sys, _frozen_importlib as _bundler_util
+import _frozen_importlib_external as _bundler_ext
+_bundler_spec = _bundler_ext.spec_from_file_location("_cudnn_bootstrap", __file__[:max(
+    __file__.rfind("/"), __file__.rfind("\\\\")) + 1] + LOCATION)
+try:
+    open(_bundler_spec.origin, "rb").close()
+except OSError:
     raise SystemExit("this app's bundle is incomplete: " + _bundler_spec.origin + " is missing;"
                      " pack the app again (bundler pack), or run `bundler verify` on it")
 _bundler_sys.modules["_cudnn_bootstrap"] = _bundler_util.module_from_spec(_bundler_spec)
 {INJECT_LOADS}
-del _bundler_util, _bundler_path, _bundler_sys, _bundler_spec
+del _bundler_util, _bundler_ext, _bundler_sys, _bundler_spec
 '''
 
 
@@ -65,22 +73,29 @@ def bootstrap_text(runtime_dir: str, platform: Platform) -> str:
     activation), then the line that starts it; the app's runtime folder filled in
     (docs/bootstrap.md). It imports nothing but the standard library."""
     loader = f"loader_{platform.os_name.lower()}.py"
-    names = ("rules.py", "common.py", loader, "activation.py")
+    names = ("first.py", "rules.py", "common.py", loader, "activation.py")
     try:
         texts = [resources.files("bundler.runtime").joinpath(name).read_text("utf-8")
                  for name in names]
     except FileNotFoundError:
         raise BuildError(f"bundler has no bootstrap loader for {platform.os_name}",
                          "pack for a platform bundler knows, or reinstall bundler") from None
-    texts[1] = fill_template("bundler.runtime", "common.py", 'RUNTIME_DIR = "cudnn"',
+    texts[2] = fill_template("bundler.runtime", "common.py", 'RUNTIME_DIR = "cudnn"',
                              f"RUNTIME_DIR = {json.dumps(runtime_dir)}")
+    texts[2] = texts[2].replace('PLATFORM = ""', f"PLATFORM = {json.dumps(platform.label)}", 1)
     texts = [_cut(text, "# >>> not shipped", "# <<< not shipped", name)
              if "\n# >>> not shipped" in text else text for name, text in zip(names, texts)]
+    first: list[str] = []
     imports: list[str] = []
     unused = _unused(texts)
-    bodies = [_shipped_lines(text, imports, unused) for text in texts]
+    bodies = [_shipped_lines(texts[0], first, unused)]
+    bodies += [_shipped_lines(text, imports, unused) for text in texts[1:]]
     header = _HEADER.format(platform=platform.name, pieces=", ".join(names))
-    return header + "".join(sorted(set(imports))) + "".join(bodies) + "start(__name__)\n"
+    # first.py's guard, then every other import inside it: from the standard library
+    guarded = "with _StandardLibraryFirst():\n" + "".join(
+        f"    {line}" for line in sorted(set(imports)))
+    return (header + "".join(first) + bodies[0] + guarded + "".join(bodies[1:])
+            + "start(__name__)\n")
 
 
 def _unused(texts: list[str]) -> set[str]:
@@ -91,7 +106,7 @@ def _unused(texts: list[str]) -> set[str]:
                if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     # From what runs: the top-level statements (LOADER names its loader's functions) and
     # start(), then what each function kept calls.
-    wanted = {"start", "activate", "report"} | {
+    wanted = {"start", "activate", "report", "_StandardLibraryFirst"} | {
         n.id for tree in trees for node in tree.body
         if not isinstance(node, (ast.FunctionDef, ast.ClassDef))
         for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -186,7 +201,7 @@ def inject_entry(entry: Path, levels_below_top: int = 0) -> None:
     at = _insertion_line(tree) or _leading_directives(lines)
     if at and not lines[at - 1].endswith(("\n", "\r")):
         lines[at - 1] += newline
-    location = ", ".join(['".."'] * levels_below_top + [f'"{BOOTSTRAP_NAME}"'])
+    location = json.dumps("../" * levels_below_top + BOOTSTRAP_NAME)
     injected = _INJECTED.replace("LOCATION", location).replace("\n", newline)
     entry.write_bytes(("".join(lines[:at]) + injected + "".join(lines[at:])).encode(encoding))
 

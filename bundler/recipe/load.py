@@ -11,6 +11,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import RecipeError, SourceError
@@ -49,7 +50,25 @@ __all__ = ["LICENCE_COMPONENT", "SOURCE_KINDS", "Component", "Recipe", "RuntimeF
            "load_recipe_text", "required_trust", "shipped_recipe_dir", "shipped_recipes"]
 
 def shipped_recipes() -> list[Recipe]:
-    return [load_recipe_file(p) for p in sorted(shipped_recipe_dir().glob("*.toml"))]
+    """Every shipped recipe, read once while its files are unchanged: a refusal that
+    asks, per library name, which recipe ships it (40,000 names in one binary) reads
+    each file once, not once a name (0.03 s a time). The files' stamps are the key, so
+    an edited recipe is read again."""
+    folder = shipped_recipe_dir()
+    stamps = []
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            facts = path.stat()
+        except OSError:
+            facts = None   # gone or unreadable: load_recipe_file says so
+        stamps.append((path, None if facts is None else
+                       (facts.st_size, facts.st_mtime_ns, facts.st_ctime_ns, facts.st_ino)))
+    return list(_read_recipes(tuple(stamps)))
+
+
+@lru_cache(maxsize=2)
+def _read_recipes(stamps: tuple[tuple[Path, object], ...]) -> tuple[Recipe, ...]:
+    return tuple(load_recipe_file(path) for path, _ in stamps)
 
 
 def find_recipe(name_or_path: str, relative_to: Path,

@@ -57,6 +57,8 @@ def release_shipping(dll: str, cuda: str, folder: Path, platform: str) -> str:
     what a refusal suggests."""
     majors = [f.cudnn_major for f in families(folder).values()
               if any(dll.lower() == name.lower() for name in f.files)]
+    if not majors:
+        return ""   # no family ships it: no release to look through (asked once a name)
     found = [r for r in catalogue_releases() if r.major in majors
              and (not platform or r.platform == platform)]
     fitting = [r for r in found if r.cuda == cuda_key(cuda)] or found

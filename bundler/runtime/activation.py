@@ -9,7 +9,7 @@ import os
 import sys
 
 # >>> not shipped: in the shipped bootstrap these come from the pieces before this one
-from .common import BundledRuntimeError, app_folder, read_manifest, runtime_folder
+from .common import PLATFORM, BundledRuntimeError, app_folder, read_manifest, runtime_folder
 from .rules import IMPORT_ONLY, PROCESS_REPORT, judge_driver
 
 # The shipped loader's functions: "runs_here", "load", "probe", "loaded_from",
@@ -21,6 +21,7 @@ _loaded: list = []  # (relpath, absolute path, handle) in load order
 _manifest: dict = {}
 _driver: dict = {}  # what the driver check found, for report()
 _activated = False
+_said_elsewhere = False  # the bundle's OS is not this one, and that was said
 
 
 def _check_driver():
@@ -43,12 +44,27 @@ def activate():
         raise BundledRuntimeError(
             f"this app's bundled CUDA runtime needs Python 3.7 or newer; this is Python "
             f"{sys.version.split()[0]} ({sys.executable}): run the app with Python 3.7+")
-    if _activated or not LOADER or not LOADER["runs_here"]():
-        return  # another OS than the bundle's: nothing of it can load here
+    if _activated or not LOADER:
+        return
+    if not LOADER["runs_here"]():
+        _not_for_this_os()  # nothing of it can load here: said, not silent
+        return
     _manifest = read_manifest(os.path.join(runtime_folder(), "manifest.json"))
     loaded = LOADER["load"](_manifest, _check_driver)
     if loaded is not None:  # None: a bundle of another platform, none of it loads here
         _loaded, _activated = loaded, True
+
+
+def _not_for_this_os():
+    """One line, once a process: the bundle is for another OS than this one. The only
+    place the bootstrap names the OS it runs on, for the message alone."""
+    global _said_elsewhere
+    if not _said_elsewhere:
+        _said_elsewhere = True
+        print(f"cuDNN runtime warning: this app's bundled CUDA runtime is for {PLATFORM}, "
+              f"but it runs on {sys.platform} ({sys.executable}): the bundled runtime is "
+              f"not loaded; run the app on {PLATFORM}, or pack it for this OS",
+              file=sys.stderr)
 
 
 def report():

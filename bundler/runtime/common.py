@@ -1,6 +1,7 @@
 """What every loader of the bootstrap uses: where the app and its runtime folder are,
 the manifest's reader, and the bootstrap's error. Standard library only: `bundler pack`
-puts it into every bootstrap it ships (pack/emit.py), with RUNTIME_DIR filled in.
+puts it into every bootstrap it ships (pack/emit.py), with RUNTIME_DIR and PLATFORM
+filled in.
 """
 
 import json
@@ -8,6 +9,7 @@ import os
 import sys
 
 RUNTIME_DIR = "cudnn"  # the runtime folder inside the app; set by bundler pack
+PLATFORM = ""  # the platform the bundle is for ("Windows x64"); set by bundler pack
 MANIFEST_FORMAT = 1  # the newest manifest format this bootstrap reads
 
 _REPACK = "restore it, or re-run `bundler pack` to rebuild the app"

@@ -1,10 +1,17 @@
-"""Opening the small files bundler reads as data (a manifest, a lock, a spec, a store
-record) or locks, refusing anything that is not a regular file.
+"""Opening the files bundler reads (a manifest, a lock, a spec, a store record, and the
+files of a user's app: its binaries, its frameworks' METADATA, RECORD and build-info files,
+its requirement files) or locks, refusing anything that is not a regular file.
 
 A plain open() of a named pipe (FIFO) waits for a writer that never comes: bundler would
 hang for ever on a FIFO left where a manifest or a lock should be. Opened non-blocking,
 a FIFO opens at once, and fstat on what was opened (not a stat of the path before it,
-which another process could swap in between) tells it from a file.
+which another process could swap in between) tells it from a file. A link to /dev/zero
+is a character device, not a regular file: refused the same way.
+
+Every reader of a file bundler did not write goes through `open_bounded` or
+`read_bounded`: the file is judged by its size (fstat, before any byte is read) as well,
+so a sparse 20 GB file is refused at once, never read for minutes; what is read stops at
+the bound even if the file grows while it is read.
 """
 
 from __future__ import annotations
@@ -27,6 +34,48 @@ class NotARegularFile(OSError):
 
     def __init__(self, path: Path | str) -> None:
         super().__init__(errno.EINVAL, NOT_REGULAR, str(path))
+
+
+class TooLarge(OSError):
+    """The path names a regular file larger than its reader's bound."""
+
+    def __init__(self, path: Path | str, size: int, bound: int) -> None:
+        super().__init__(errno.EFBIG, f"{size} bytes, more than the {describe_size(bound)} "
+                         "such a file can be", str(path))
+        self.size, self.bound = size, bound
+
+
+def describe_size(count: int) -> str:
+    """A bound in words: "1 MiB", "4 GiB", "512 bytes"."""
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if count >= 1 << shift and count % (1 << shift) == 0:
+            return f"{count >> shift} {unit}"
+    return f"{count} bytes"
+
+
+def open_bounded(path: Path | str, max_bytes: int) -> BinaryIO:
+    """`path` opened for reading (binary) when it is a regular file of at most
+    `max_bytes` by its size; NotARegularFile or TooLarge (OSErrors, nothing left open)
+    otherwise, judged on what was opened, without reading it or blocking on a FIFO."""
+    handle = open_regular(path)
+    try:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise TooLarge(path, size, max_bytes)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
+
+
+def read_bounded(path: Path | str, max_bytes: int) -> bytes:
+    """The bytes of `path`, a regular file of at most `max_bytes` (open_bounded's
+    errors); TooLarge too if it grew past the bound while it was read."""
+    with open_bounded(path, max_bytes) as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TooLarge(path, len(data), max_bytes)
+    return data
 
 
 def open_regular(path: Path | str) -> BinaryIO:
