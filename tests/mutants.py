@@ -646,13 +646,12 @@ MUTANTS = (
            "        raise BundledRuntimeError(problem)\n",
            ("tests/linux/test_linux_bootstrap_stops.py",)),
     Mutant("linux-bundle-load-unexplained", "doctor APPDIR says nothing of how a Linux "
-           "bundle loads", BUNDLE_CHECKS, "    if linux:\n        findings += linux_load",
-           "    if False:\n        findings += linux_load",
-            ("tests/linux/test_linux_doctor_bundle.py",)),
+           "bundle loads", BUNDLE_CHECKS, "+ preload_findings(target, manifest.load_order))",
+           "+ [])", ("tests/linux/test_linux_doctor_bundle.py",)),
     Mutant("linux-frameworks-unjudged", "machine doctor on Linux says nothing of frameworks",
-           "bundler/diagnose/doctor/linux_machine.py",
-           "findings += [f for fw in frameworks for f in _framework_findings(fw, found)]",
-           "findings += []", ("tests/linux/test_linux_doctor_machine.py",)),
+           "bundler/diagnose/doctor/machine_frameworks.py",
+           "        findings += _opens_findings(here, title, framework, placed)\n",
+           "        findings += []\n", ("tests/linux/test_linux_doctor_machine.py",)),
     Mutant("linux-layouts-unknown", "a Linux input's layout is read as a Windows one",
            "bundler/releases/channels.py", "if not target.case_insensitive:   # Linux",
            "if False:   # Linux", ("tests/linux/test_linux_installed_wheels.py",)),
@@ -684,10 +683,11 @@ MUTANTS = (
            'named = "dlls" if "dlls" in table.names() else "libraries"', 'named = "dlls"',
            ("tests/integration/test_libraries_key.py",)),
     Mutant("doctor-json-no-libraries", "doctor APPDIR --json lacks libraries",
-           "bundler/commands/cmd_doctor.py",
-           "data = [with_libraries(report_data(bundle)) for bundle in bundles]",
-           "data = [report_data(bundle) for bundle in bundles]",
-           ("tests/integration/test_libraries_key.py",)),
+           "bundler/diagnose/doctor/view.py",
+           '        "libraries": libraries,\n        "dlls": libraries,   # deprecated alias of '
+           'libraries until 1.0\n        "driver": {"checked"',
+           '        "dlls": libraries,   # deprecated alias of libraries until 1.0\n'
+           '        "driver": {"checked"', ("tests/integration/test_libraries_key.py",)),
     Mutant("cache-prune-ignores-app-wheel-pins", "bundler cache prune removes the app "
            "wheels a lock names", "bundler/pack/store/caches.py",
            "wheel.name in named.app_wheels, WHEELS)", "False, WHEELS)",
@@ -696,11 +696,13 @@ MUTANTS = (
            "CPython a lock's app.python names", "bundler/pack/store/caches.py",
            "            sha256s.add(embed.sha256)\n", "            pass\n",
            ("tests/integration/test_cache_all.py",)),
-    Mutant("windows-machine-json-no-libraries", "doctor --json of a Windows machine "
-           "lacks libraries", "bundler/commands/cmd_doctor.py",
-           "        return data\n    return with_libraries(data)",
-           "        return data\n    return data",
-           ("tests/wine/test_doctor_wine.py", "tests/integration/test_libraries_key.py")),
+    Mutant("windows-machine-json-no-libraries", "doctor --json of a machine lacks "
+           "libraries", "bundler/diagnose/doctor/view.py",
+           '        "libraries": libraries,\n        "dlls": libraries,   # deprecated alias of '
+           'libraries until 1.0\n        "driver": _machine_driver',
+           '        "dlls": libraries,   # deprecated alias of libraries until 1.0\n'
+           '        "driver": _machine_driver',
+           ("tests/unit/test_doctor_platforms.py", "tests/integration/test_libraries_key.py")),
     Mutant("doctor-checks-one", "doctor of a folder of bundles checks the first only",
            "bundler/commands/cmd_doctor.py", "for found in found_bundles(folder, lock)]",
            "for found in found_bundles(folder, lock)[:1]]", ("tests/integration/test_tamper.py",)),
@@ -1054,6 +1056,35 @@ MUTANTS = (
     Mutant("windows-probe-missing", "the Windows platform has no probe_driver",
            "bundler/windows/windows_platform.py", "    def probe_driver(self) -> DriverProbe:",
            "    def _probe_driver(self) -> DriverProbe:", ("tests/meta/test_seam.py",)),
+    # Issue 40 item 2: doctor is one path over Platform; its JSON a versioned view.
+    Mutant("doctor-other-platform-files-unlisted", "machine doctor lists no other "
+           "platform's library files (only Windows DLLs on Linux, as before)",
+           "bundler/diagnose/doctor/machine_checks.py",
+           "    others = [p for p in all_platforms() if p is not here]\n",
+           "    others = [p for p in all_platforms() if p is not here and p.library_word == "
+           "'DLL']\n", ("tests/unit/test_doctor_platforms.py",)),
+    Mutant("doctor-bare-name-search-unread", "machine doctor does not ask the platform's "
+           "bare-name search which copy a load picks", "bundler/diagnose/doctor/host.py",
+           "for index, f in enumerate(found, 1)]", "for index, f in enumerate(found[:0], 1)]",
+           ("tests/unit/test_doctor_platforms.py",)),
+    Mutant("doctor-json-nvcuda-on-linux", "doctor --json names the driver's library nvcuda "
+           "on every platform", "bundler/diagnose/doctor/view.py",
+           '"driver_library": facts.library, "path": facts.path,',
+           '"driver_library": "nvcuda.dll", "nvcuda": facts.path, "path": facts.path,',
+           ("tests/unit/test_doctor_platforms.py",)),
+    Mutant("doctor-json-unversioned", "doctor --json of a machine carries no schema",
+           "bundler/diagnose/doctor/view.py",
+           '        "schema": SCHEMA,\n        "kind": "machine",\n',
+           '        "kind": "machine",\n', ("tests/unit/test_doctor_platforms.py",)),
+    Mutant("doctor-copies-unjudged-on-one-platform", "machine doctor judges the copies of "
+           "a name on Windows only", "bundler/diagnose/doctor/machine_checks.py",
+           "    for group in _by_name(placed, here).values():\n",
+           "    for group in _by_name(placed if here is None or here.library_word == 'DLL' "
+           "else [], here).values():\n", ("tests/unit/test_doctor_platforms.py",)),
+    Mutant("bundle-search-skipped", "bundle doctor looks for no same-named copy on the "
+           "bundle platform's search path", BUNDLE_CHECKS,
+           "    placed = _reached(target, environ, names)\n", "    placed = []\n",
+           ("tests/linux/test_linux_doctor_bundle.py",)),
 )
 
 
