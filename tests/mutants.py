@@ -32,7 +32,7 @@ PROCESS_CHECK = "bundler/diagnose/process_check.py"
 PROCESS_TESTS = ("tests/linux/test_linux_process_truth.py",)
 PROCESS_JUDGE = "bundler/diagnose/process_judge.py"
 PROCESS_RUN = "bundler/diagnose/process_run.py"
-TRACE_LINUX = "bundler/diagnose/process_trace_linux.py"
+TRACE_LINUX = "bundler/linux/process_trace.py"
 PROCESS_DECOY_TESTS = ("tests/linux/test_linux_process_decoys.py",)
 BUNDLE_CHECKS = "bundler/diagnose/doctor/bundle_checks.py"
 BOOTSTRAP_TESTS = ("tests/wine/test_bootstrap_mechanisms.py", "tests/wine/test_pack_windows.py",
@@ -57,13 +57,14 @@ ZIP_STREAMS = "bundler/pack/store/zip_streams.py"
 ZIP_REUSE_TESTS = ("tests/integration/test_zip_reuse.py",)
 ZIP_UNCHANGED = "bundler/pack/zip/unchanged.py"
 ZIP_UNCHANGED_TESTS = ("tests/integration/test_zip_unchanged.py",)
+ZIP_LEVEL_TESTS = ("tests/integration/test_zip_level.py",)
+PROGRESS_TESTS = ("tests/integration/test_progress_lines.py",)
 UP_TO_DATE = "bundler/pack/up_to_date.py"
 UP_TO_DATE_TESTS = ("tests/integration/test_up_to_date.py",)
-# Issue 42 items 1 and 3 (the store's owners; what a lock pins).
-TRUST = "bundler/pack/store/trust.py"
-OWNERS_TESTS = "tests/integration/test_store_owners.py"
-VERIFY = "bundler/diagnose/verify.py"
-LOCK_BUNDLE_TESTS = "tests/integration/test_lock_bundle.py"
+FRESH_STAMPS = "bundler/pack/fresh_stamps.py"
+FRESH_INPUT_TESTS = ("tests/integration/test_up_to_date_inputs.py",)
+HASHED = "bundler/pack/store/hashed.py"
+HASHED_TESTS = ("tests/integration/test_store_hashed.py",)
 # Issue 42 items 1 and 3 (the store's owners; what a lock pins).
 TRUST = "bundler/pack/store/trust.py"
 OWNERS_TESTS = "tests/integration/test_store_owners.py"
@@ -214,7 +215,8 @@ MUTANTS = (
            "or old.wheels_for != wheels_target(spec, platform)):", "):", TARGET_TESTS),
     Mutant("hash-pins-unchecked", "embedded-python: the requirement files' --hash pins "
            "are not checked against the resolved wheels", "bundler/pack/builders/pip_wheels.py",
-           "    if not pins:\n        return\n", "    if True:\n        return\n",
+           "    if not pins:\n        return resolved\n",
+           "    if True:\n        return resolved\n",
            TARGET_TESTS),
     Mutant("requirements-boms-ignored", "a UTF-16 requirements file (PowerShell 5's pip "
            "freeze >) is read as UTF-8", REQUIREMENT_FILES, "for bom, encoding in _BOMS:",
@@ -346,9 +348,9 @@ MUTANTS = (
            "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
     Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
            "bundler/pack/pipeline.py",
-           "known={str(i.path): i.sha256 for i in staged})\n"
+           "compressor=zip_level)\n"
            "        if zipped is not None:\n            zipped.publish()\n",
-           "known={str(i.path): i.sha256 for i in staged})\n"
+           "compressor=zip_level)\n"
            "                zipped.publish()\n", ZIP_TESTS),
     Mutant("zip-shipped-by-the-next-pack", "the folder builder copies a bundle's zip",
            "bundler/pack/builders/folder.py", "elif is_bundle_zip(folder / name):",
@@ -386,7 +388,7 @@ MUTANTS = (
            ZIP_REUSE_TESTS),
     Mutant("zip-rehashes-staged", "--zip: files the pack hashed as it staged them are read "
            "again", "bundler/pack/pipeline.py",
-           "known={str(i.path): i.sha256 for i in staged})", "known={})", ZIP_REUSE_TESTS),
+           "known={str(i.path): i.sha256 for i in staged},", "known={},", ZIP_REUSE_TESTS),
     Mutant("zip-one-lane", "--zip: pieces are compressed on one thread", ZIP_WRITER,
            'ThreadPoolExecutor(self._workers, thread_name_prefix="zip")',
            'ThreadPoolExecutor(1, thread_name_prefix="zip")', ZIP_REUSE_TESTS),
@@ -411,11 +413,11 @@ MUTANTS = (
            "        return stamp(path)\n", "        return stamp(path)[:2]\n",
            ZIP_UNCHANGED_TESTS),
     Mutant("fresh-listing-unchecked", "up to date: an entry added to a recorded folder "
-           "goes unseen", UP_TO_DATE,
-           'if now != {"files": files, "folders": folders, "beside": beside}:',
-           'if now["files"] != files:', UP_TO_DATE_TESTS),
+           "goes unseen", FRESH_STAMPS,
+           "    for kind in (\"folders\", \"listed\"):\n        for root, entries in then[kind]",
+           "    for kind in ():\n        for root, entries in then[kind]", UP_TO_DATE_TESTS),
     Mutant("fresh-debris-unseen", "up to date: a killed --zip's debris is left",
-           UP_TO_DATE, "if is_pack_file_of(path, entry.name))", "if False)",
+           FRESH_STAMPS, "if is_pack_file_of(path, entry.name))", "if False)",
            UP_TO_DATE_TESTS),
     Mutant("fresh-change-time-ignored", "up to date: a file written with its size and "
            "modification time put back passes", "bundler/support/file_stamps.py",
@@ -424,7 +426,7 @@ MUTANTS = (
            UP_TO_DATE_TESTS),
     Mutant("fresh-unreadable-is-absent", "up to date: a file whose stamp cannot be read "
            "counts as absent, so a record stays true while it changes",
-           UP_TO_DATE, "    except (FileNotFoundError, NotADirectoryError):\n        return None",
+           FRESH_STAMPS, "    except (FileNotFoundError, NotADirectoryError):\n        return None",
            "    except OSError:\n        return None", UP_TO_DATE_TESTS),
     Mutant("fresh-unreadable-entry-is-absent", "up to date: a folder entry whose stamp "
            "cannot be read counts as gone", "bundler/support/file_stamps.py",
@@ -440,15 +442,15 @@ MUTANTS = (
            "    _stamp, _listing = _windows_stamp, _windows_listing\n", "",
            ("tests/wine/test_file_stamps_wine.py",)),
     Mutant("fresh-record-unsealed", "up to date: a record is believed without its seal",
-           UP_TO_DATE, "body = unseal(key, _KIND, pack, read_json(",
-           'body = (lambda *given: given[3]["body"])(key, _KIND, pack, read_json(',
+           UP_TO_DATE, "body = unseal(key, _KIND, pack.name, read_json(",
+           'body = (lambda *given: given[3]["body"])(key, _KIND, pack.name, read_json(',
            UP_TO_DATE_TESTS),
     Mutant("fresh-own-code-unwatched", "up to date: a changed bundler is not a change",
-           "bundler/pack/pipeline.py", "folders = [target, own_code()]",
-           "folders = [target]", UP_TO_DATE_TESTS),
+           "bundler/pack/pipeline.py", "folders = [target, own_code(), shipped_recipe_dir()]",
+           "folders = [target, shipped_recipe_dir()]", UP_TO_DATE_TESTS),
     Mutant("fresh-options-unkeyed", "up to date: another --zip, --copy or --out is not a "
-           "change", UP_TO_DATE, "{k: str(v) for k, v in options.items()}", "{}",
-           UP_TO_DATE_TESTS),
+           "change", UP_TO_DATE, "for name, value in options.items()}",
+           "for name, value in {}.items()}", UP_TO_DATE_TESTS),
     Mutant("fresh-variables-unkeyed", "up to date: a changed PIP_/BUNDLER_ variable is not a "
            "change", UP_TO_DATE, "if name.startswith(_VARIABLE_PREFIXES) or name in _VARIABLES}",
            "if False}", UP_TO_DATE_TESTS),
@@ -457,7 +459,7 @@ MUTANTS = (
            UP_TO_DATE_TESTS),
     Mutant("fresh-inputs-written-mid-pack", "up to date: a pack that wrote into its own "
            "app folder (a lock, a zip in an app of \".\") is recorded", UP_TO_DATE,
-           "            _changed_since(snapshot, {str(path) for path in made.outputs}, started):",
+           "            _changed_since(taken, {str(path) for path in made.outputs}, started):",
            "            False:", ("tests/integration/test_zip_paths.py",)),
     Mutant("fresh-locked-kept-lock", "up to date: a --locked pack that kept a lock the next "
            "pack rewrites is recorded", "bundler/pack/pipeline.py",
@@ -468,15 +470,103 @@ MUTANTS = (
            "        files += [spec.requirements.parent / name   # a URL's file is pip's",
            "        files += [] and [spec.requirements.parent / name   # a URL's file is pip's",
            ("tests/integration/test_embedded_python_relock.py",)),
+    # Issue 41 items 1-4: what was read, shared store objects, why in full, no re-reads.
+    Mutant("fresh-link-target-unstamped", "up to date: a link is stamped, not what it "
+           "points to (a toolkit file linked elsewhere, its target edited)", FRESH_STAMPS,
+           "    return list(target) if target is not None else _DANGLING\n",
+           "    return []\n", FRESH_INPUT_TESTS),
+    Mutant("fresh-inputs-unresolved", "up to date: `~` and links in an input's path are "
+           "not resolved into the key (another HOME)", "bundler/commands/cmd_pack.py",
+           '               "inputs": _inputs_here(spec, args)}', "               }",
+           FRESH_INPUT_TESTS),
+    Mutant("fresh-shipped-recipes-unwatched", "up to date: an edited family file of the "
+           "shipped recipes is not a change", "bundler/pack/pipeline.py",
+           "folders = [target, own_code(), shipped_recipe_dir()]",
+           "folders = [target, own_code()]", FRESH_INPUT_TESTS),
+    Mutant("fresh-dependencies-unwatched", "up to date: an edited dependency of bundler is "
+           "not a change", "bundler/pack/pipeline.py",
+           "    modules, packages = own_dependencies()\n",
+           "    modules, packages = [], []\n", FRESH_INPUT_TESTS),
+    Mutant("fresh-dependency-versions-unkeyed", "up to date: another version of a "
+           "dependency is not a change", UP_TO_DATE,
+           "version for name, version in dependencies().items()}",
+           "version for name, version in {}.items()}", FRESH_INPUT_TESTS),
+    Mutant("fresh-environment-unlisted", "up to date: a wheel added to the site-packages "
+           "the one-copy check examines is not a change", "bundler/pack/pipeline.py",
+           "listed=python_environment.interpreter_site_packages(),", "listed=(),",
+           FRESH_INPUT_TESTS),
+    Mutant("fresh-folder-itself-unstamped", "up to date: a folder's own stamp is not kept "
+           "(an app file deleted while the pack ran; a bundle moved and linked back)",
+           FRESH_STAMPS, "found: dict[str, Stamp | None] = {ROOT: file_stamp(root)}",
+           "found: dict[str, Stamp | None] = {}", FRESH_INPUT_TESTS),
+    Mutant("fresh-shared-objects-distrusted", "up to date: another bundle's link to the "
+           "same store objects packs in full", FRESH_STAMPS,
+           "                if name in shared and _only_linked(was, is_now) and \\\n",
+           "                if False and \\\n", FRESH_INPUT_TESTS),
+    Mutant("fresh-shared-object-bytes-unread", "up to date: a store object whose change "
+           "time moved is taken unread", FRESH_STAMPS,
+           "    if digest.hexdigest() != sha256 or after != now:\n",
+           "    if False:\n", FRESH_INPUT_TESTS),
+    Mutant("fresh-why-unsaid", "a full pack does not say why", "bundler/commands/cmd_pack.py",
+           '    say(f"bundler: packing in full: {why}")\n', "", FRESH_INPUT_TESTS),
+    Mutant("hashed-stamp-unchecked", "the store takes an object's recorded hash whatever its "
+           "stamp now", HASHED, 'body["stamp"] != list(now) or', "False or",
+           HASHED_TESTS + FRESH_INPUT_TESTS),
+    Mutant("hashed-racy-recorded", "the store records a stamp in the clock's tick (a write "
+           "in the same tick goes unseen)", HASHED,
+           "    if not proven[2] < at:\n        return False\n", "", HASHED_TESTS),
+    Mutant("hashed-racy-believed", "the store believes a record whose clock is not past its "
+           "stamp", HASHED, "                not now[2] < int(body[\"at\"]):",
+           "                False:", HASHED_TESTS),
+    Mutant("hashed-relinked-blindly", "after a link the store records the stamp even where "
+           "the file's size or modification time moved", HASHED,
+           "        if _same_but_change_time(now, proof.stamp):\n",
+           "        if True:\n", HASHED_TESTS),
+    Mutant("hashed-records-unused", "every stored object is read again on every pack",
+           "bundler/pack/reuse.py",
+           "if known is not None and (member not in with_crc or known.crc is not None):",
+           "if False:", HASHED_TESTS),
     Mutant("fresh-objects-not-marked-used", "up to date: the bundle's store objects age "
            "under the size cap", "bundler/commands/cmd_pack.py",
            "        _mark_used(freshness.store, fresh)\n", "", UP_TO_DATE_TESTS),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
-           "bundler/commands/cmd_pack.py", "and not args.recheck and", "and",
+           "bundler/commands/cmd_pack.py", "    if freshness is not None and not args.recheck:",
+           "    if freshness is not None:",
            UP_TO_DATE_TESTS),
     Mutant("zip-bar-under-json", "pack --json draws progress bars",
            "bundler/commands/cmd_pack.py",
-           "with silenced(args.json):", "with silenced(False):", ZIP_REUSE_TESTS),
+           "with silenced(args.json or args.quiet):", "with silenced(args.quiet):",
+           ZIP_REUSE_TESTS),
+    # Issue 41 items 5-6: progress outside a terminal; --zip by ISA-L, --zip-level.
+    Mutant("progress-lines-never", "off a terminal long steps print nothing (a CI log "
+           "shows no progress)", "bundler/support/progress.py",
+           "    return _shown() and not _wanted()", "    return False", PROGRESS_TESTS),
+    Mutant("progress-interval-fixed", "$BUNDLER_PROGRESS_INTERVAL is ignored",
+           "bundler/support/progress.py", "        every = interval()\n",
+           "        every = DEFAULT_INTERVAL\n", PROGRESS_TESTS),
+    Mutant("progress-lines-under-quiet", "pack --quiet prints progress lines",
+           "bundler/commands/cmd_pack.py", "with silenced(args.json or args.quiet):",
+           "with silenced(args.json):", PROGRESS_TESTS),
+    Mutant("zip-fast-is-zlib-6", "--zip compresses with zlib 6 by default, not ISA-L",
+           "bundler/support/deflate.py", 'return Compressor("isal", _FAST_ISAL) if isal',
+           'return Compressor("zlib", 6) if isal', ZIP_LEVEL_TESTS),
+    Mutant("zip-fast-without-isal-is-isal", "--zip without ISA-L installed still asks for "
+           "it", "bundler/support/deflate.py", "            else Compressor(\"zlib\", _FAST_ZLIB)",
+           "            else Compressor(\"isal\", _FAST_ISAL)", ZIP_LEVEL_TESTS),
+    Mutant("zip-level-unchecked", "--zip-level takes any digits (0, 10, other scripts' "
+           "digits)", "bundler/support/deflate.py",
+           'if len(level) == 1 and level in "123456789":', "if level.isdigit():",
+           ZIP_LEVEL_TESTS),
+    Mutant("zip-level-ignored", "--zip-level is not handed to the zip",
+           "bundler/pack/pipeline.py", "                                   compressor=zip_level)",
+           "                                   compressor=None)", ZIP_LEVEL_TESTS),
+    Mutant("zip-level-unkeyed", "up to date: a pack at another --zip-level is not a change",
+           "bundler/commands/cmd_pack.py", '               "zip_level": args.zip_level.settings,\n',
+           "", ZIP_LEVEL_TESTS),
+    Mutant("zip-key-ignores-isal-version", "--zip: a stream another ISA-L made is reused",
+           "bundler/support/deflate.py",
+           'return (f"isal {isal.__version__} (ISA-L {isal.ISAL_VERSION}) "',
+           'return (f"isal "', ZIP_LEVEL_TESTS),
     Mutant("zip-killed-zip-needs-zip", "a killed --zip's temporary zip is removed only by a "
            "pack of that zip", "bundler/pack/pipeline.py",
            "            remove_killed_zip(target)   # a killed --zip's, whether this pack zips "
@@ -635,7 +725,7 @@ MUTANTS = (
            "passes", PROCESS_JUDGE, "            if not module.from_bundle:\n",
            "            if False:\n", PROCESS_TESTS),
     Mutant("windows-trace-misses-dlls", "the Windows debugger records no DLL load",
-           "bundler/diagnose/process_trace_windows.py", "        elif event.code == _LOAD_DLL:",
+           "bundler/windows/process_trace.py", "        elif event.code == _LOAD_DLL:",
            "        elif False:", ("tests/wine/test_process_truth_wine.py",)),
     Mutant("run-ok-without-a-process", "verify --run: ok when no process reported",
            PROCESS_CHECK, "return bool(self.processes) and not (", "return not (",
@@ -653,8 +743,9 @@ MUTANTS = (
            "        findings += _opens_findings(here, title, framework, placed)\n",
            "        findings += []\n", ("tests/linux/test_linux_doctor_machine.py",)),
     Mutant("linux-layouts-unknown", "a Linux input's layout is read as a Windows one",
-           "bundler/releases/channels.py", "if not target.case_insensitive:   # Linux",
-           "if False:   # Linux", ("tests/linux/test_linux_installed_wheels.py",)),
+           "bundler/releases/channels.py", '"linux-x64": (_linux_folder, _linux_zip),',
+           '"linux-x64": (_folder, _windows_zip),',
+           ("tests/linux/test_linux_installed_wheels.py",)),
     # Messages (issue 17): each refusal short and to the point, each gap said.
     Mutant("refusal-repeats", "a refusal's lists repeat their items",
            "bundler/support/suggest.py", "unique = list(dict.fromkeys(items))",
