@@ -71,17 +71,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """After pytest removed the passed tests' folders (pyproject.toml's retention
-    policy), the run fails if what it left in the temp folder is over the budget
-    (tests/harness/temp_budget.py). A worker of a parallel run, or a run inside a
-    pytester test, does not judge: its parent does."""
+    policy), a run that passed fails if what it left in the temp folder is over the
+    budget (tests/harness/temp_budget.py). A run with failures keeps its failed tests'
+    folders on purpose (to look into), so it is not judged; nor is a worker of a
+    parallel run (its parent is). Only this run's own folder is counted, not those of
+    earlier or concurrent runs beside it."""
     config = session.config
-    if config.option.collectonly or hasattr(config, "workerinput") \
+    if exitstatus != 0 or config.option.collectonly or hasattr(config, "workerinput") \
             or _TEMP_BEFORE not in config.stash \
             or os.environ.get("BUNDLER_TEMP_BUDGET_MB") == "off":
         return
     factory = getattr(config, "_tmp_path_factory", None)
-    root = factory.getbasetemp().parent if factory is not None and \
-        factory._basetemp is not None else None   # pytest-of-<user>/
+    root = factory._basetemp if factory is not None else None   # pytest-of-<user>/pytest-N
     found = temp_budget.leftovers(temp_budget.temp_folder(), config.stash[_TEMP_BEFORE], root)
     over = temp_budget.over_budget(found, temp_budget.budget_bytes(os.environ))
     if over:

@@ -3,9 +3,9 @@
 The disk a run shares with other work fills when each run leaves its stores behind
 (pytest keeps the folders of its last three runs by default: with a runtime store per
 test that was 7-14 GB). pyproject.toml keeps only the failed tests' folders of the last
-run; this module measures what is left in the temp folder after the run (pytest's
-folder for this user and any entry the run created beside it) and the session fails
-when it exceeds the budget (BUNDLER_TEMP_BUDGET_MB, 1024 by default), naming the
+run; this module measures what a passing run left in the temp folder (its own pytest
+folder, if any of it is left, and any entry the run created beside it) and the session
+fails when that exceeds the budget (BUNDLER_TEMP_BUDGET_MB, 1024 by default), naming the
 largest leftovers.
 """
 
@@ -60,7 +60,7 @@ class Leftover:
 
 def leftovers(folder: Path, before: set[str], pytest_root: Path | None) -> list[Leftover]:
     """What the run left: the entries of `folder` that were not there at its start, and
-    pytest's own folder (which holds the failed tests' folders it keeps), largest first."""
+    the run's own pytest folder if any of it is left, largest first."""
     found = [folder / name for name in sorted(entries(folder) - before)]
     if pytest_root is not None and pytest_root.exists() and pytest_root not in found:
         found.append(pytest_root)
