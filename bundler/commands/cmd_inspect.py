@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from bundler.commands.options import add_json
-from bundler.commands.output import print_report, with_libraries
+from bundler.commands.output import inspect_view, print_view
 from bundler.diagnose.inspection import inspect_path, render
 from bundler.errors import EXIT_OK
 
@@ -30,5 +30,5 @@ def add_parser(commands: argparse._SubParsersAction,
 
 def run(args: argparse.Namespace) -> int:
     report = inspect_path(Path(args.path))
-    print_report(report, render(report), args.json, with_libraries)
+    print_view(inspect_view(report), render(report), args.json)
     return EXIT_OK

@@ -44,7 +44,11 @@ def test_inspect_says_libraries(tmp_path: Path, capsys: pytest.CaptureFixture[st
     shutil.copy(SHARED_LIBRARY, tmp_path / SHARED_LIBRARY.name)
     code, out, err = run_cli(capsys, "inspect", tmp_path, "--json")
     assert code == 0, err
-    assert [d["name"] for d in _both(json.loads(out))] == [SHARED_LIBRARY.name]
+    report = json.loads(out)
+    assert [d["name"] for d in _both(report)] == [SHARED_LIBRARY.name]
+    assert report["schema"] == 2 and set(report) == {   # the keys docs/formats.md names
+        "schema", "path", "kind", "size", "sha256", "members", "libraries", "dlls",
+        "matches"}
 
 
 def test_this_machines_doctor_report_has_libraries(capsys: pytest.CaptureFixture[str]) -> None:
