@@ -43,9 +43,9 @@ REQUIRES = ('win-only; platform_system == "Windows"',
             'py3117-only; python_full_version == "3.11.7"')
 
 
-def make_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()
-               ) -> Path:
-    """A pure-Python wheel (py3-none-any) whose METADATA has these Requires-Dist."""
+def make_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = (),
+               platform: str = "any") -> Path:
+    """A wheel (py3-none-PLATFORM) whose METADATA has these Requires-Dist."""
     module = name.replace("-", "_")
     info = f"{module}-{version}.dist-info"
     metadata = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
@@ -53,12 +53,12 @@ def make_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] 
     files = {f"{module}/__init__.py": f"VERSION = {version!r}\n".encode(),
              f"{info}/METADATA": metadata.encode(),
              f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                              b"Tag: py3-none-any\n"}
+                              + f"Tag: py3-none-{platform}\n".encode()}
     record = "".join(
         f"{path},sha256="
         f"{base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
         f"{len(data)}\n" for path, data in files.items()) + f"{info}/RECORD,,\n"
-    wheel = folder / f"{module}-{version}-py3-none-any.whl"
+    wheel = folder / f"{module}-{version}-py3-none-{platform}.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
         for path, data in [*files.items(), (f"{info}/RECORD", record.encode())]:
             archive.writestr(zipfile.ZipInfo(path, (2024, 1, 1, 0, 0, 0)), data)
@@ -210,5 +210,21 @@ def test_a_requirement_with_only_a_source_distribution_is_refused(app: Path) -> 
 def test_a_wheel_unlike_its_hash_pin_is_refused(app: Path) -> None:
     app.with_name("requirements.txt").write_text(
         "--no-index\n--find-links wheels\nwin-only==1.0 --hash=sha256:" + "0" * 64 + "\n")
-    with pytest.raises(SourceError, match="which no --hash given for win-only matches"):
+    with pytest.raises(SourceError, match="no --hash given for win-only matches"):
         pack(load_spec(app), environ=bundler_cache(app.parent / "cache"))
+
+
+def test_of_several_wheels_for_the_target_the_installer_picks_the_windows_one(
+        app: Path) -> None:
+    """uv names every wheel of the version the target can install (here a pure one and a
+    win_amd64 one); pip, given their hashes and the target's tags, takes the most
+    specific, as pip on Windows would."""
+    wheels = app.with_name("wheels")
+    make_wheel(wheels, "demo-two", "1.0")
+    make_wheel(wheels, "demo-two", "1.0", platform="win_amd64")
+    make_wheel(wheels, "demo-two", "1.0", platform="manylinux_2_17_x86_64")
+    app.with_name("requirements.txt").write_text("--no-index\n--find-links wheels\n"
+                                                 "demo-two\n")
+    environ = bundler_cache(app.parent / "cache")
+    pack(load_spec(app), environ=environ)
+    assert lock(app)["wheels"]["demo-two"]["file"] == "demo_two-1.0-py3-none-win_amd64.whl"

@@ -29,14 +29,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from bundler.errors import SourceError
 from bundler.pack.builders.cpython_embed import PLATFORM, Embeddable
-from bundler.pack.builders.target_resolve import Resolved, ResolveTarget, resolve
+from bundler.pack.builders.target_resolve import Resolved, ResolveTarget, Wheel, resolve
 from bundler.pack.builders.wheel_install import install_wheels
 from bundler.pack.requirement_files import hash_pins, source_options
 from bundler.pack.sources.fetch import cache_root
@@ -91,8 +91,8 @@ def install_requirements(requirements: Path, embed: Embeddable, target: ResolveT
     cache.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".resolve-", dir=cache))
     try:
-        resolved = _resolve(requirements, target, scratch, cache, offline)
-        _check_hash_pins(requirements, resolved)
+        resolved = _check_hash_pins(
+            requirements, _resolve(requirements, target, scratch, cache, offline))
         wheels = _fetched(resolved, requirements, embed, cache, scratch)
         _install_files([cache / wheel.file for wheel in wheels], site_packages)
         return wheels
@@ -142,51 +142,82 @@ def _download_hint(cache: Path, covered: bool) -> str:
             f"check the names and versions, the network and your package index{offline}")
 
 
-def _check_hash_pins(requirements: Path, resolved: list[Resolved]) -> None:
+def _check_hash_pins(requirements: Path, resolved: list[Resolved]) -> list[Resolved]:
     """pip's hash-checking mode, which uv's resolve does not apply: once a requirement
-    line has a --hash, every wheel must match a pin of its project."""
+    line has a --hash, every project needs a wheel matching a pin of its own; only
+    those wheels are kept."""
     pins = hash_pins(requirements)
     if not pins:
-        return
-    for wheel in resolved:
-        if wheel.name not in pins:
+        return resolved
+    kept = []
+    for project in resolved:
+        files = ", ".join(wheel.file for wheel in project.wheels)
+        if project.name not in pins:
             raise SourceError(f"{requirements}: hashes are given, but none for "
-                              f"{wheel.name} ({wheel.file}), which the requirements need",
-                              f"add {wheel.name}=={wheel.version} "
-                              f"--hash=sha256:{wheel.sha256} after checking that file, "
-                              "or remove every --hash")
-        if wheel.sha256 not in pins[wheel.name]:
-            raise SourceError(f"{requirements}: {wheel.file} has sha256 {wheel.sha256}, "
-                              f"which no --hash given for {wheel.name} matches",
+                              f"{project.name} ({files}), which the requirements need",
+                              f"add {project.name}=={project.version} --hash=sha256:... "
+                              "for a file you checked, or remove every --hash")
+        wheels = tuple(w for w in project.wheels if w.sha256 in pins[project.name])
+        if not wheels:
+            raise SourceError(f"{requirements}: {files} (sha256 "
+                              f"{', '.join(w.sha256 for w in project.wheels)}): no "
+                              f"--hash given for {project.name} matches",
                               "check where the wheel comes from, and the pinned hash")
+        kept.append(replace(project, wheels=wheels))
+    return kept
 
 
 def _fetched(resolved: list[Resolved], requirements: Path, embed: Embeddable,
              cache: Path, scratch: Path) -> tuple[LockedWheel, ...]:
-    """Each resolved wheel in the wheel cache, checked by uv's sha256: a local file
-    copied, an index's fetched by its URL and hash."""
-    remote = []
-    for wheel in resolved:
+    """Each resolved project's wheel in the wheel cache, checked by uv's sha256: where
+    uv names one, a local file is copied, an index's fetched by its URL and hash; where
+    it names several (tags differ), pip picks the target's best among those hashes."""
+    chosen: list[LockedWheel] = []
+    pins: list[str] = []
+    remote: list[Wheel] = []
+    several = [project for project in resolved if len(project.wheels) > 1]
+    for project in resolved:
+        if len(project.wheels) > 1:
+            continue
+        wheel = project.wheels[0]
+        chosen.append(LockedWheel(project.name, project.version, wheel.file, wheel.sha256))
         if _holds(cache / wheel.file, wheel.sha256):
             continue
         if wheel.url.startswith("file:"):
-            source = Path(url2pathname(urlsplit(wheel.url).path))
-            shutil.copyfile(source, scratch / wheel.file)
+            shutil.copyfile(_local(wheel), scratch / wheel.file)
             _keep_checked(scratch / wheel.file, wheel, cache, requirements)
         else:
             remote.append(wheel)
-    if remote:
-        _pip_fetch([f"{wheel.name} @ {wheel.url} --hash=sha256:{wheel.sha256}\n"
-                    for wheel in remote], requirements, embed, scratch / "download",
-                   ", ".join(wheel.file for wheel in remote),
+            pins.append(f"{project.name} @ {wheel.url} --hash=sha256:{wheel.sha256}\n")
+    folders = {str(_local(w).parent) for project in several for w in project.wheels
+               if w.url.startswith("file:")}
+    pins += [f"--find-links {folder}\n" for folder in sorted(folders)]
+    pins += [f"{project.name}=={project.version} "
+             + " ".join(f"--hash=sha256:{w.sha256}" for w in project.wheels) + "\n"
+             for project in several]
+    if remote or several:
+        dest = scratch / "download"
+        _pip_fetch(pins, requirements, embed, dest,
+                   ", ".join([w.file for w in remote] + [p.name for p in several]),
                    "check the network and your package index")
         for wheel in remote:
-            _keep_checked(scratch / "download" / wheel.file, wheel, cache, requirements)
-    return tuple(sorted((LockedWheel(wheel.name, wheel.version, wheel.file, wheel.sha256)
-                         for wheel in resolved), key=lambda wheel: wheel.file))
+            _keep_checked(dest / wheel.file, wheel, cache, requirements)
+        for project in several:
+            got = next((w for w in project.wheels if (dest / w.file).is_file()), None)
+            if got is None:
+                raise SourceError(f"{requirements}: pip fetched none of the wheels uv "
+                                  f"named for {project.name}=={project.version}",
+                                  "check where the wheels come from and pack again")
+            _keep_checked(dest / got.file, got, cache, requirements)
+            chosen.append(LockedWheel(project.name, project.version, got.file, got.sha256))
+    return tuple(sorted(chosen, key=lambda wheel: wheel.file))
 
 
-def _keep_checked(fetched: Path, wheel: Resolved, cache: Path, requirements: Path) -> None:
+def _local(wheel: Wheel) -> Path:
+    return Path(url2pathname(urlsplit(wheel.url).path))
+
+
+def _keep_checked(fetched: Path, wheel: Wheel, cache: Path, requirements: Path) -> None:
     """A fetched wheel into the cache, once it is the file the resolve named."""
     if not _holds(fetched, wheel.sha256):
         raise SourceError(f"{requirements}: {wheel.file} is not the file the resolve "

@@ -67,17 +67,26 @@ class ResolveTarget:
 
 
 @dataclass(frozen=True)
-class Resolved:
-    """One project of the resolved set: the wheel uv chose for the target."""
+class Wheel:
+    """A wheel file uv names for the target."""
 
-    name: str      # normalized (PEP 503)
-    version: str
     url: str       # file:// for a --find-links folder, https:// for an index
     sha256: str
 
     @property
     def file(self) -> str:
         return self.url.rsplit("/", 1)[-1].split("#", 1)[0]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One project of the resolved set: its version and the wheels of that version uv
+    found installable on the target (usually one; several where a project publishes,
+    say, a manylinux2014 and a manylinux_2_28 wheel: the installer picks by tag)."""
+
+    name: str      # normalized (PEP 503)
+    version: str
+    wheels: tuple[Wheel, ...]
 
 
 def uv_command() -> list[str]:
@@ -127,18 +136,18 @@ def resolve(requirements: Path, target: ResolveTarget, scratch: Path,
 
 
 def read_pylock(path: Path) -> list[Resolved]:
-    """Each package of uv's pylock.toml with the one wheel it names."""
+    """Each package of uv's pylock.toml with the wheels it names for the target."""
     data = parse_toml_text(path.read_text(encoding="utf-8"), path, SourceError)
     found = []
     for package in data.get("packages", []):
         wheels = package.get("wheels") or []
-        if len(wheels) != 1 or "sha256" not in wheels[0].get("hashes", {}):
-            raise SourceError(f"{path}: uv named {len(wheels)} wheel(s) with a sha256 "
-                              f"for {package.get('name')!r}, not one",
+        if not wheels or not all("sha256" in wheel.get("hashes", {}) for wheel in wheels):
+            raise SourceError(f"{path}: uv named no wheel with a sha256 for "
+                              f"{package.get('name')!r}",
                               "report this to bundler with the requirements file")
-        url = wheels[0].get("url") or Path(wheels[0]["path"]).resolve().as_uri()
-        found.append(Resolved(normalize(package["name"]), str(package["version"]), url,
-                              wheels[0]["hashes"]["sha256"].lower()))
+        found.append(Resolved(normalize(package["name"]), str(package["version"]), tuple(
+            Wheel(wheel.get("url") or Path(wheel["path"]).resolve().as_uri(),
+                  wheel["hashes"]["sha256"].lower()) for wheel in wheels)))
     return found
 
 
