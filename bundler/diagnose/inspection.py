@@ -14,6 +14,8 @@ An archive or wheel also lists its members and which shipped recipe source it is
 
 from __future__ import annotations
 
+import os
+import stat
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -178,7 +180,7 @@ def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> Inspe
     if path.is_dir():
         return _inspect_folder(path, recipes)
     if not path.is_file():
-        raise BundlerError(f"{path}: no such file or folder",
+        raise BundlerError(f"{path}: {_not_a_file(path)}",
                            "give a DLL, a folder, a zip archive or a wheel")
     if path.suffix.lower() in (".zip", ".whl") or zipfile.is_zipfile(path):
         return _inspect_archive(path, recipes)
@@ -194,6 +196,23 @@ def inspect_path(path: Path, recipes: tuple[Recipe, ...] | None = None) -> Inspe
                              (facts,), ())
     raise CheckError(f"{path}: not a DLL, a shared library, a zip archive or a wheel",
                      "inspect a DLL or .so file, a folder, a zip archive or a wheel")
+
+
+def _not_a_file(path: Path) -> str:
+    """What is at `path` that is neither a file nor a folder (a FIFO was said to be "no
+    such file"), without opening it: a pipe would block the open."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return ("a link to nothing" if os.path.islink(path) else
+                "no such file or folder")
+    except OSError as exc:
+        return f"cannot be looked at ({exc.strerror})"
+    for test, what in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return f"{what}, not a file: not read"
+    return "not a regular file: not read"
 
 
 def _libraries_in(folder: Path, platform: Platform, recursive: bool) -> list[Path]:

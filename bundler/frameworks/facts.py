@@ -244,7 +244,23 @@ def _read_file(facts: FrameworkFacts, path: Path, relpath: str,
         return replace(facts, file=relpath, unreadable=f"{relpath}: {exc.strerror or exc}")
     except (ValueError, SyntaxError, RecursionError, MemoryError) as exc:
         return replace(facts, file=relpath, unreadable=f"{relpath}: {exc}")
+    bad = _unprintable_figure(said)
+    if bad:   # a version with a line break or a terminal escape in it is no version
+        return replace(facts, file=relpath, unreadable=f"{relpath}: {bad}")
     return replace(facts, file=relpath, **said)  # type: ignore[arg-type]
+
+
+def _unprintable_figure(said: dict[str, object]) -> str:
+    """Why a CUDA or cuDNN version the file gives is none ("" if each is text without
+    whitespace or control characters): `10.1\n\x1b[31mRED` was taken as CUDA 10.1, and
+    its escape sequence shown on the user's terminal."""
+    for key in ("cuda", "cudnn"):
+        value = said.get(key)
+        if isinstance(value, str) and any(not c.isprintable() or c.isspace() for c in value):
+            shown = repr(value) if len(value) <= 40 else repr(value[:40]) + "..."
+            return (f"its {key} version {shown} holds a line break, a space or a control "
+                    "character")
+    return ""
 
 
 def _assignments(text: str) -> dict[str, object]:

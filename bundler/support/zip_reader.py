@@ -97,7 +97,7 @@ class ZipArchive:
             twin = folded.setdefault(windows_fold(name.replace("\\", "/")), name)
             if name in members or twin != name:
                 what = (f"holds {name!r} twice" if twin == name else
-                        f"members {twin!r} and {name!r} differ only in case")
+                        f"members {twin!r} and {name!r} {_how_twins_differ(twin, name)}")
                 raise SourceError(f"{self.path}: {what}; Windows (and bundler) can take "
                                   "only one of them",
                                   "this archive is damaged or tampered with: get the original")
@@ -289,3 +289,13 @@ def _refuse_escape(path: Path, name: str) -> None:
     if posix.is_absolute() or drive or ".." in posix.parts:
         raise SourceError(f"{path}: member {name!r} escapes the archive's folder",
                           "this archive is unsafe; get the original from NVIDIA")
+
+
+def _how_twins_differ(first: str, second: str) -> str:
+    """What makes two member names one for Windows: the separator (a zip's `bin\\x.dll`
+    is `bin/x.dll` to Windows), the case, or both."""
+    if first.replace("\\", "/") == second.replace("\\", "/"):
+        return "are one path (one writes its folders with \\, the other with /)"
+    if [c == "\\" for c in first] != [c == "\\" for c in second]:
+        return "differ only in case and in writing folders with \\ or /"
+    return "differ only in case"
