@@ -14,6 +14,7 @@ from bundler.errors import EXIT_OK, BundlerError
 from bundler.formats.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
 from bundler.pack import up_to_date
 from bundler.pack.pipeline import PackResult, pack
+from bundler.pack.sources import given_path
 from bundler.pack.spec import load_spec
 from bundler.pack.spec_model import Spec
 from bundler.pack.store.seal import store_key
@@ -61,23 +62,32 @@ def add_parser(commands: argparse._SubParsersAction,
 def run(args: argparse.Namespace) -> int:
     spec = load_spec(Path(args.spec))
     freshness = _freshness(spec, args)
-    if freshness is not None and not args.recheck and \
-            (fresh := up_to_date.check(freshness.store.root, freshness.key,
-                                       freshness.name)) is not None:
-        _mark_used(freshness.store, fresh)
-        _print_fresh(fresh, args.json)
-        return EXIT_OK
+    why = ("--recheck packs in full" if args.recheck else
+           "no runtime store to keep a record of packs in (BUNDLER_STORE is off or "
+           "cannot be used)" if freshness is None else "")
+    if freshness is not None and not args.recheck:
+        fresh = up_to_date.check(freshness.store.root, freshness.key, freshness.name)
+        if isinstance(fresh, up_to_date.Fresh):
+            _mark_used(freshness.store, fresh)
+            _print_fresh(fresh, args.json)
+            return EXIT_OK
+        why = fresh.reason
     started = up_to_date.clock(freshness.store.root) if freshness is not None else None
     with silenced(args.json):   # no progress bars under --json
         result = pack(spec, out=Path(args.out) if args.out else None,
                       overrides=dict(args.source or []), update_lock=args.update_lock,
                       offline=args.offline, copy=args.copy, locked=args.locked,
                       zip_to=Path(args.zip) if args.zip else None)
+    # One line on stderr, once the pack stands (a failed one says its error first): why
+    # this run packed in full rather than answering "up to date" (a CI log says why it
+    # took long).
+    say(f"bundler: packing in full: {why}")
     for warning in result.warnings:   # on stderr, so --json output stays one document
         say(f"bundler: warning: {warning}")
     summary = _pack_summary(result)
     if args.json:
-        print(json.dumps({**summary, "up_to_date": False}, indent=2))
+        print(json.dumps({**summary, "up_to_date": False, "packed_in_full_because": why},
+                         indent=2))
     else:
         _print_pack(result)
     if freshness is not None and result.made_from is not None:
@@ -93,7 +103,7 @@ class _Freshness:
 
     store: Store
     key: bytes
-    name: str
+    name: up_to_date.PackKey
 
 
 def _freshness(spec: Spec, args: argparse.Namespace) -> _Freshness | None:
@@ -112,8 +122,24 @@ def _freshness(spec: Spec, args: argparse.Namespace) -> _Freshness | None:
     options = {"out": os.path.abspath(out), "copy": args.copy,
                "zip": os.path.abspath(args.zip) if args.zip else "",
                "sources": sorted((sid, os.path.abspath(path))
-                                 for sid, path in args.source or [])}
+                                 for sid, path in args.source or []),
+               # what each input's path means here and now: a `~` (HOME), a link's target
+               "inputs": _inputs_here(spec, args)}
     return _Freshness(store, key, up_to_date.pack_key(spec.path, options, os.environ))
+
+
+def _inputs_here(spec: Spec, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Each given input's path as the pack would open it: `~` expanded with this HOME,
+    links resolved (another HOME, or a link pointed elsewhere, is another pack)."""
+    given = {sid: (path, "") for sid, path in spec.sources.items()}
+    given |= {sid: (path, "") for sid, path in args.source or []}
+    found = []
+    for sid in sorted(given):
+        try:
+            found.append((sid, str(given_path(sid, given, spec.folder))))
+        except (OSError, RuntimeError):   # a link loop: the full pack says what is wrong
+            found.append((sid, f"unresolved {given[sid][0]}"))
+    return found
 
 
 def _mark_used(store: Store, fresh: up_to_date.Fresh) -> None:
@@ -135,7 +161,8 @@ def _print_fresh(fresh: up_to_date.Fresh, as_json: bool) -> None:
     if as_json:   # what describes the bundle is that pack's; what says work is this run's
         members = summary.get("zip_members")
         print(json.dumps({
-            **summary, "up_to_date": True, "packed_at": fresh.packed_at,
+            **summary, "up_to_date": True, "packed_in_full_because": None,
+            "packed_at": fresh.packed_at,
             "runtime_origin": {"files": {"previous": len(summary["files"])},
                                "linked": 0, "copied": 0},
             "zip_members": {**members, "reused": 0, "compressed": 0, "hashed": 0,

@@ -16,12 +16,14 @@ from pathlib import Path
 from bundler.errors import BundlerError
 from bundler.formats.lockfile import LockedRecipe, LockedSource
 from bundler.formats.manifest import MANIFEST_NAME, Manifest, write_manifest
+from bundler.frameworks import environment as python_environment
 from bundler.pack.app_needs import Selection, Unprovided, select_for_app
 from bundler.pack.app_scan import Need, refuse_unfit_release, scan_app
 from bundler.pack.builders import builder_named
 from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.builders.folder import check_entry
 from bundler.pack.emit import build_manifest, built_files
+from bundler.pack.fresh_stamps import own_dependencies
 from bundler.pack.lock import Lock, LockPolicy, bundle_record, check_lock, read_lock, spec_record
 from bundler.pack.one_copy import LeftOutWheel, examine
 from bundler.pack.output import (
@@ -38,6 +40,7 @@ from bundler.pack.signatures import SignatureChecker, check_signatures
 from bundler.pack.sources import Source, close_all, given_path, open_sources
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
+from bundler.pack.store.hashed import relinked
 from bundler.pack.store.store import Store, StoreError, open_store
 from bundler.pack.store.upkeep import size_cap, trim
 from bundler.pack.up_to_date import MadeFrom, own_code
@@ -55,6 +58,7 @@ from bundler.pack.zip.output import (
     write_zip,
 )
 from bundler.pack.zip.writer import ZipCounts
+from bundler.recipe.folders import shipped_recipe_dir
 from bundler.recipe.load import Recipe, RuntimeFile, find_recipe
 from bundler.recipe.selection import completions
 
@@ -182,6 +186,9 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                 store.register_lock(spec.lock_path, recipe.name)
             except OSError as exc:
                 warnings.append(_store_trouble(store, "keep a note of this lock", exc))
+            # the stored files this pack proved, as their stamps are now that its links
+            # are made and the old bundle's are gone: the next pack need not read them
+            relinked(store.root, store.key, reuse.proofs)
     finally:
         close_all(sources)
         if zipped is not None:
@@ -195,17 +202,24 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
                       zip_path=zip_path, zip_counts=zipped.counts if zipped else None,
                       unprovided=selection.unprovided,
                       environment=selection.environment, left_out_wheels=built.left_out,
-                      made_from=_made_from(spec, recipe, sources, target, zip_path)
+                      made_from=_made_from(spec, recipe, sources, target, zip_path, given)
                       if builder.inputs_known and _lock_is(spec.lock_path, lock.to_bytes())
                       else None)
 
 
 def _made_from(spec: Spec, recipe: Recipe, sources: Mapping[str, Source], target: Path,
-               zip_path: Path | None) -> MadeFrom:
+               zip_path: Path | None, given: Mapping[str, tuple[str, str]]) -> MadeFrom:
     """Every file and folder this pack's bundle depends on or consists of, and the
     paths whose pack files (a killed pack's staging folder, its --zip's note naming the
-    .partial) a later pack removes: where any appears, the next pack runs in full."""
+    .partial) a later pack removes: where any appears, the next pack runs in full. What
+    was read, as it was found: a source or recipe given by a link (the link, and what it
+    points to), each file taken from a folder input (through the links on its way), the
+    shipped recipes and their families wherever bundler is installed, bundler's own
+    dependencies, the site-packages the one-copy check may examine."""
     files = [spec.path, spec.lock_path, recipe.path]
+    if spec.recipe.endswith(".toml") or "/" in spec.recipe or "\\" in spec.recipe:
+        files.append(spec.folder / spec.recipe)   # the path as given: a link is stamped
+    files += [spec.folder / os.path.expanduser(path) for path, _ in given.values()]
     if spec.requirements is not None:
         files.append(spec.requirements)
         files += [spec.requirements.parent / name   # a URL's file is pip's to fetch
@@ -213,15 +227,22 @@ def _made_from(spec: Spec, recipe: Recipe, sources: Mapping[str, Source], target
                   if digest != NOT_HASHED]
     if zip_path is not None:
         files.append(zip_path)
-    folders = [target, own_code()]
+    folders = [target, own_code(), shipped_recipe_dir()]
     if spec.app_path is not None:
         folders.append(spec.app_path)
     if spec.scan.environment:
         folders.append((spec.folder / spec.scan.environment).resolve())
     for source in sources.values():
-        (folders if source.location.is_dir() else files).append(source.location)
+        if source.location.is_dir():
+            folders.append(source.location)
+            files += [source.location / member for member in sorted(source.takes)]
+        else:
+            files.append(source.location)
+    modules, packages = own_dependencies()
     outputs = (target, spec.lock_path, *([zip_path] if zip_path else []))
-    return MadeFrom(tuple(files), tuple(folders), (target, spec.lock_path), outputs)
+    return MadeFrom(tuple(files + modules), tuple(folders + packages),
+                    (target, spec.lock_path), outputs,
+                    listed=python_environment.interpreter_site_packages(), base=spec.folder)
 
 
 def _lock_is(path: Path, data: bytes) -> bool:

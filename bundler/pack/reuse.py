@@ -12,7 +12,9 @@ does), the first that works of:
    that source still hash to what its manifest says.
 
 Every file taken is re-hashed first, so a damaged store entry or an edited previous
-file is never shipped: the input is read instead. What is taken is linked into the
+file is never shipped: the input is read instead; a stored object whose stamp is the
+one the store recorded when it last hashed it is not read again (store/hashed.py, git's
+index with its racy-stamp rule). What is taken is linked into the
 new bundle (or copied, with --copy, or across volumes) only if it is still the file
 that was hashed: one that vanished in between (another pack's eviction, `bundler cache
 prune`, the size cap) or was replaced puts the source back to be read from its input,
@@ -33,8 +35,10 @@ from bundler.formats.manifest import FoundManifest, find_manifest
 from bundler.pack.lock import Lock
 from bundler.pack.sources import Source
 from bundler.pack.stage import StagedFile
+from bundler.pack.store import hashed as hashed_records
 from bundler.pack.store.store import FileStamp, ObjectGone, SourceRecord, Store, file_stamp, place
 from bundler.recipe.load import RuntimeFile
+from bundler.support.file_stamps import stamp as full_stamp
 from bundler.support.hashing import sha256_crc32_file, sha256_file
 
 # Re-hashing runs on threads: hashlib releases the GIL, so two cores hash two files.
@@ -58,6 +62,8 @@ class Reuse:
     origin: dict[str, str] = field(default_factory=dict)   # source id -> "store"/"previous"
     # what vanished or changed between its check and its link: its source is read instead
     notes: list[str] = field(default_factory=list)
+    # the stored objects taken and how their bytes were proven (store/hashed.py)
+    proofs: list[hashed_records.Proof] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -94,10 +100,7 @@ def reuse_runtime(files: list[RuntimeFile], sources: Mapping[str, Source], store
     # Every source's stored files hashed in one pool, largest first: source by source,
     # cuDNN's largest DLL kept one core idle while it was hashed (0.91 s -> 0.61-0.65 s
     # for the 8.9 set).
-    hashed = _digests({(sid, m): path for sid, plan in plans.items() if plan
-                       for m, path in plan.paths.items()},
-                      {(sid, m) for sid, plan in plans.items() if plan
-                       for m in plan.with_crc})
+    hashed, proofs = _store_digests(store, plans)
     for sid, source in sorted(sources.items()):
         taken, plan = taken_of[sid], plans[sid]
         # The store first: the previous bundle costs a hash of the input.
@@ -116,7 +119,60 @@ def reuse_runtime(files: list[RuntimeFile], sources: Mapping[str, Source], store
                 continue
             result.identities[sid] = identity
             result.origin[sid] = way
+    # the stored files taken, proven: the pack records their stamps once it is done
+    result.proofs = [proof for (sid, _), proof in proofs.items()
+                     if result.origin.get(sid) == "store"]
     return result
+
+
+_Member = tuple[str, str]   # (source id, member)
+
+
+def _store_digests(store: Store | None, plans: Mapping[str, _StorePlan | None]
+                   ) -> tuple[dict[_Member, tuple[str, int, int, FileStamp]],
+                              dict[_Member, hashed_records.Proof]]:
+    """Each planned stored file's digest (as `_digests`), and the proof of its bytes:
+    a file whose stamp is the one the store recorded when it last hashed it is taken at
+    the record's word (the CRC-32 too, where one is needed and recorded); every other
+    one is read, and its record written where its stamp held still while it was read
+    and is older than the clock read before (the racy rule)."""
+    paths = {(sid, m): path for sid, plan in plans.items() if plan
+             for m, path in plan.paths.items()}
+    wanted = {(sid, m): sha for sid, plan in plans.items() if plan
+              for m, sha in plan.wanted.items()}
+    with_crc = {(sid, m) for sid, plan in plans.items() if plan for m in plan.with_crc}
+    found: dict[_Member, tuple[str, int, int, FileStamp]] = {}
+    proofs: dict[_Member, hashed_records.Proof] = {}
+    before: dict[_Member, hashed_records.Stamp] = {}
+    for member, path in paths.items():
+        try:
+            now = full_stamp(path)
+            known = hashed_records.known(store.root, store.key, wanted[member], now) \
+                if store is not None else None
+            if known is not None and (member not in with_crc or known.crc is not None):
+                found[member] = (wanted[member], known.crc or 0, now[0],
+                                 file_stamp(path.stat()))
+                proofs[member] = hashed_records.Proof(wanted[member], path, now, known.crc)
+                continue
+            before[member] = now
+        except OSError:
+            pass
+    unknown = {member: paths[member] for member in paths if member not in found}
+    at = hashed_records.clock(store.root) if store is not None and unknown else None
+    for member, digest in _digests(unknown, with_crc & set(unknown)).items():
+        found[member] = digest
+        if store is None or at is None or digest[0] != wanted[member] or \
+                member not in before:
+            continue
+        try:
+            after = full_stamp(paths[member])
+        except OSError:
+            continue
+        crc = digest[1] if member in with_crc else None
+        if after == before[member] and hashed_records.remember(
+                store.root, store.key, wanted[member], after, at, crc):
+            proofs[member] = hashed_records.Proof(wanted[member], paths[member], after, crc)
+    return found, proofs
 
 
 @dataclass(frozen=True)

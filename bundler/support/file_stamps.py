@@ -28,12 +28,23 @@ class Entry(NamedTuple):
     name: str
     is_folder: bool       # a folder to enter: a link or junction to one is not
     stamp: Stamp | None   # None: gone between the listing and its stamp
+    is_link: bool = False   # a symbolic link (or another reparse point on Windows)
 
 
 def stamp(path: str | os.PathLike[str], *, follow_links: bool = True) -> Stamp:
     """The stamp of the file (or folder) at `path`; of a link itself where not
     `follow_links`. OSError if there is none."""
     return _stamp(os.fspath(path), follow_links)
+
+
+def through_link(path: str | os.PathLike[str]) -> Stamp | None:
+    """The stamp of what a link at `path` points to (links followed to the end); None
+    where it points to nothing. What was read through a link is its target's bytes: an
+    edit of the target changes this stamp, not the link's own."""
+    try:
+        return _stamp(os.fspath(path), True)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def listing(folder: str | os.PathLike[str]) -> list[Entry]:
@@ -57,7 +68,8 @@ def _posix_listing(folder: str) -> list[Entry]:
             facts: Stamp | None = _posix_stamp(entry.path, False)
         except FileNotFoundError:
             facts = None
-        listed.append(Entry(entry.name, entry.is_dir(follow_symlinks=False), facts))
+        listed.append(Entry(entry.name, entry.is_dir(follow_symlinks=False), facts,
+                            entry.is_symlink()))
     return listed
 
 
@@ -149,7 +161,8 @@ if sys.platform == "win32":  # pragma: no cover - under Wine: tests/wine/test_fi
                         folder_only = info.attributes & (_DIRECTORY | _REPARSE_POINT)
                         listed.append(Entry(name, folder_only == _DIRECTORY, _windows_times(
                             info.size, info.write, info.change or info.creation,
-                            info.file_id, ids.volume)))
+                            info.file_id, ids.volume),
+                            bool(info.attributes & _REPARSE_POINT)))
                     if not info.next:
                         break
                     offset += info.next

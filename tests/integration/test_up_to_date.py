@@ -19,6 +19,8 @@ from bundler.pack import up_to_date
 from bundler.support import file_stamps
 from tests.harness.packing import Workspace, run_cli
 
+PACK = up_to_date.PackKey("p", {"the spec's path": "app.spec"})
+
 
 @pytest.fixture
 def workspace(standin_workspace: Workspace) -> Workspace:
@@ -185,9 +187,9 @@ def test_a_stamp_in_the_clock_tick_of_the_record_waits_for_the_next(
         started = up_to_date.clock(store)
         written.write_bytes(b"one")
         made = up_to_date.MadeFrom((written,), (), outputs=(written,))
-        assert up_to_date.remember(store, key, "p", made, {"out": "x"}, started)
+        assert up_to_date.remember(store, key, PACK, made, {"out": "x"}, started)
         written.write_bytes(b"two")   # the same size, at once
-        assert up_to_date.check(store, key, "p") is None
+        assert isinstance(up_to_date.check(store, key, PACK), up_to_date.Stale)
 
 
 def test_prune_removes_the_records_of_packs_whose_lock_is_gone(
@@ -217,9 +219,9 @@ def test_a_file_whose_stamp_cannot_be_read_is_never_up_to_date(
     for made in (up_to_date.MadeFrom((), (folder,)),
                  up_to_date.MadeFrom((tmp_path / "app.spec",), ())):
         monkeypatch.undo()
-        assert up_to_date.remember(store, key, "p", made, {"out": "x"},
+        assert up_to_date.remember(store, key, PACK, made, {"out": "x"},
                                    up_to_date.clock(store))
-        assert up_to_date.check(store, key, "p") is not None
+        assert isinstance(up_to_date.check(store, key, PACK), up_to_date.Fresh)
 
         def denied(path: str, follow_links: bool,
                    readable: Callable[[str, bool], object] = file_stamps._posix_stamp
@@ -230,7 +232,8 @@ def test_a_file_whose_stamp_cannot_be_read_is_never_up_to_date(
 
         monkeypatch.setattr(file_stamps, "_posix_stamp", denied)
         monkeypatch.setattr(file_stamps, "_stamp", denied)
-        assert up_to_date.check(store, key, "p") is None
-        assert not up_to_date.remember(store, key, "q", made, {"out": "x"},
+        assert isinstance(up_to_date.check(store, key, PACK), up_to_date.Stale)
+        other = up_to_date.PackKey("q", PACK.parts)
+        assert not up_to_date.remember(store, key, other, made, {"out": "x"},
                                        up_to_date.clock(store))
         assert not (store / up_to_date.FOLDER / "q.json").exists()

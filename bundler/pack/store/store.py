@@ -76,6 +76,11 @@ class Store:
         self._tmp = root / "tmp"
         self._key = key
 
+    @property
+    def key(self) -> bytes:
+        """The key its records are sealed with (store/seal.py)."""
+        return self._key
+
     # ------------------------------------------------------------------- objects
 
     def object_path(self, sha256: str) -> Path:
