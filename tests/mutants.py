@@ -1187,6 +1187,10 @@ MUTANTS = (
            "bundle platform's search path", BUNDLE_CHECKS,
            "    placed = _reached(target, environ, names)\n", "    placed = []\n",
            ("tests/linux/test_linux_doctor_bundle.py",)),
+    Mutant("inspect-json-unversioned", "inspect --json carries no schema",
+           "bundler/commands/output.py",
+           'return {"schema": INSPECT_SCHEMA, "path": data["path"],',
+           'return {"path": data["path"],', ("tests/integration/test_libraries_key.py",)),
 )
 
 
