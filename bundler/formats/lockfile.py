@@ -9,7 +9,10 @@ A format-1 lock is still read: it lacks that record, so it is treated as before.
 bootstrap obeys beyond the runtime files: the manifest as a whole (load order, versions,
 driver minimums, the bootstrap's hash) and the entry script that loads the bootstrap, by
 their paths below the bundle's root. It is what the pack wrote, not an input: a pack
-follows it (refused only under --locked) and `verify --lock` checks it.
+follows it (refused only under --locked) and `verify --lock` checks it. A lock without
+it pins neither (whether written before it or with it deleted): `verify --lock` and
+`doctor --lock` refuse it unless told it predates the record, `pack --locked` refuses
+it (diagnose/verify.py require_bundle_record, pack/lock.py check_lock).
 
 `wheels` (optional, embedded-python): the wheel set resolved for app.requirements,
 which a re-pack with unchanged requirement files installs again without resolving;
