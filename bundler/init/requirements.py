@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.frameworks.facts import FrameworkFacts, cuda_in_name
+from bundler.pack.requirement_files import read_requirements
 from bundler.platforms.driver_table import CompatFacts as DriverTable
 from bundler.support.wheel_names import normalize, wheel_name
 from bundler.targets.registry import Platform, platform_for_wheel_tag
 
 REQUIREMENTS = "requirements.txt"
-_MAX_BYTES = 1 << 20   # a requirements file is a few kB; more is not one
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([A-Za-z0-9.!+_-]+)")
 # GPU frameworks whose needs bundler reads from their installed files: pinned but not
 # installed, they are named when no table row knows the release.
@@ -77,8 +77,7 @@ def has_site_packages(app: Path) -> bool:
 
 def pinned_frameworks(path: Path, table: DriverTable) -> Pinned:
     """The GPU frameworks `path` pins exactly, with what bundler knows of each release."""
-    with open(path, "rb") as handle:
-        text = handle.read(_MAX_BYTES).decode("utf-8", errors="replace")
+    text = read_requirements(path).decode("utf-8", errors="replace")
     known: list[FrameworkFacts] = []
     unknown: list[str] = []
     seen: set[str] = set()
@@ -102,8 +101,7 @@ def platform_in_requirements(path: Path) -> tuple[Platform, str] | None:
     """The platform of the first wheel `path` names by file whose platform tag is a
     platform's (`./wheels/x-1.0-cp311-cp311-manylinux_2_17_x86_64.whl`), with what says
     so; None where no line names one (a pin names no platform)."""
-    with open(path, "rb") as handle:
-        text = handle.read(_MAX_BYTES).decode("utf-8", errors="replace")
+    text = read_requirements(path).decode("utf-8", errors="replace")
     for number, line in enumerate(text.splitlines(), 1):
         for found in _WHEEL_FILE.findall(line.split(" #")[0]):
             name = wheel_name(found.rsplit("/", 1)[-1])

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from bundler.errors import SpecError
 from bundler.support.hashing import sha256_file
+from bundler.support.regular_files import NotARegularFile, TooLarge, read_bounded
 
 # A nested file on a line of its own: `-r base.txt`, `-rbase.txt`, `--requirement=base.txt`,
 # `-c cons.txt`, `--constraint cons.txt` (pip's own spellings).
@@ -39,6 +40,8 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
 _PROJECT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
 _HASH = re.compile(r"--hash[=\s]\s*sha256:([0-9a-fA-F]{64})")
 NOT_HASHED = "not hashed (a URL: pip fetches it on every resolve)"
+# pip sets no bound; a file of --hash pins for hundreds of wheels is some 100 kB.
+MAX_REQUIREMENTS_BYTES = 16 << 20
 # The options of a requirements file that say where wheels come from.
 SOURCE_OPTIONS = ("-i", "--index-url", "--extra-index-url", "--no-index", "-f",
                   "--find-links", "--trusted-host")
@@ -59,10 +62,21 @@ def decode_requirements(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+def read_requirements(file: Path) -> bytes:
+    """The bytes of a requirements file through the bounded reader: a pipe, a device
+    (a link to /dev/zero) or a file over 16 MiB is refused naming it, never waited on or
+    read whole."""
+    try:
+        return read_bounded(file, MAX_REQUIREMENTS_BYTES)
+    except (NotARegularFile, TooLarge) as exc:
+        raise SpecError(f"{file}: {exc.strerror}, so not a requirements file",
+                        "give the path of a pip requirements file") from None
+
+
 def requirement_lines(file: Path) -> list[str]:
     """The logical lines of `file`: decoded, lines ending in a backslash joined, comments
     removed, blank lines left out, as pip's parser sees them."""
-    text = decode_requirements(file.read_bytes())
+    text = decode_requirements(read_requirements(file))
     joined = re.sub(r"\\\r?\n", " ", text)
     return [line for line in (_COMMENT.sub("", raw).strip() for raw in joined.splitlines())
             if line]

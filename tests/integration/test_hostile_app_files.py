@@ -20,6 +20,7 @@ from bundler.frameworks.facts import frameworks_in
 from bundler.recipe import load
 from bundler.targets.registry import windows
 from tests.harness.packing import run_cli
+from tests.integration.test_embedded_python import bundler_cache
 from tests.integration.test_framework_facts import (
     CU12,
     PADDLE_VERSION,
@@ -198,3 +199,46 @@ def test_an_edited_shipped_recipe_is_read_again(tmp_path: Path,
     copy.write_text(copy.read_text().replace('description = "', 'description = "edited '))
     os.utime(copy, ns=(1, 1))   # whatever the clock: the stamp changed
     assert load.shipped_recipes()[0].description.startswith("edited ")
+
+
+# ------------------------------------------------------------------ requirement files
+
+@needs_fifo
+@pytest.mark.parametrize("hostile", ["fifo", "dev-zero"])
+def test_a_requirements_file_that_is_a_pipe_or_dev_zero_is_not_waited_on_by_init(
+        tmp_path: Path, hostile: str) -> None:
+    """init takes a requirements.txt that is a regular file only: a pipe is passed over."""
+    app = folder_app(tmp_path)
+    requirements = app / "requirements.txt"
+    if hostile == "fifo":
+        make_fifo(requirements)
+    else:
+        requirements.symlink_to("/dev/zero")
+    done = run_bounded("init", app, "--out", tmp_path / "init.spec")
+    assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, done.stderr
+
+
+@needs_fifo
+@pytest.mark.parametrize("where", ["top", "nested"])
+@pytest.mark.parametrize("hostile", ["fifo", "dev-zero"])
+def test_a_requirements_file_that_is_a_pipe_or_dev_zero_is_refused_by_pack(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hostile: str, where: str) -> None:
+    """The requirements file app.requirements names, and one it names with -r (pip reads
+    both): a pipe or a device is refused by name, not waited on or read without end."""
+    folder_app(tmp_path)
+    nested = tmp_path / ("requirements.txt" if where == "top" else "nested.txt")
+    if where == "nested":
+        (tmp_path / "requirements.txt").write_text("-r nested.txt\n")
+    if hostile == "fifo":
+        make_fifo(nested)
+    else:
+        nested.symlink_to("/dev/zero")
+    spec = tmp_path / "app.spec"
+    spec.write_text('[app]\nname = "demo"\nbuilder = "embedded-python"\npath = "app"\n'
+                    'entry = "main.py"\npython = "3.11"\nrequirements = "requirements.txt"\n'
+                    f'[runtime]\nrecipe = "{SEED}"\n')
+    monkeypatch.setenv("BUNDLER_CACHE", bundler_cache(tmp_path / "cache")["BUNDLER_CACHE"])
+    done = run_bounded("pack", spec, "--offline")
+    assert done.returncode == 2, done.stderr
+    named = "/dev/zero" if where == "top" and hostile == "dev-zero" else str(nested)
+    assert named in done.stderr and "Traceback" not in done.stderr, done.stderr
