@@ -33,6 +33,9 @@ CASES = {
     "bidi": (["evil/gpj\u202eexe.py"], "bidirectional control U+202E"),
 }
 
+# Names with a control character: uv, resolving from the wheel itself, refuses them.
+UV_REFUSES = ("control", "bidi")
+
 
 def _evil_wheel(folder: Path, members: list[str]) -> Path:
     metadata = b"Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"
@@ -58,11 +61,15 @@ def test_a_wheel_whose_names_windows_cannot_hold_is_refused_naming_it(
     dist = tmp_path / "dist"
     code, _, err = run_cli(capsys, "pack", spec)
     assert code == 2, err
+    assert not (dist / "demo").exists() and "Traceback" not in err
+    if case in UV_REFUSES:   # the resolver (uv) reads the wheel and refuses it first
+        assert "uv could not resolve the app's requirements" in err
+        assert "Archive contains unacceptable filename: evil/" in err, err
+        return
     assert "\nbundler: error: demo/python/Lib/site-packages/evil/" in err, err
     assert "Windows cannot hold this path in the bundle: " in err and why in err, err
     assert "the wheel evil 1.0 installs it (app.requirements)" in err
-    assert "\nhint: pin another version of evil" in err and "Traceback" not in err
-    assert not (dist / "demo").exists()
+    assert "\nhint: pin another version of evil" in err
 
 
 def test_linux_holds_what_windows_cannot() -> None:
