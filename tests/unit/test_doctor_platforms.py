@@ -134,3 +134,19 @@ def test_two_different_copies_are_judged_the_same_on_every_platform(
     assert f"a bare-name load picks {first} ({variable}[1]" in problem.message
     assert f"it shadows: {second} ({variable}[2]" in problem.message
     assert f"take the other folder off {variable}" in problem.hint
+
+
+def test_a_machine_of_no_platform_lists_every_platforms_files_as_files(
+        tmp_path: Path) -> None:
+    """macOS: bundler packs for no platform of it. Both platforms' files are listed as
+    files, nothing is judged as a load, the driver is not asked, and the JSON has the
+    keys a platform's has."""
+    environ = _folders(tmp_path)
+    report = examine_machine(None, environ)
+    assert {(p.copy.name, p.role) for p in report.libraries} == {
+        (SAMPLES[p.name][0], "file only") for p in (windows(), linux())}
+    assert report.findings[0].about == "machine" and not report.driver.facts.checked
+    assert render_machine(report, None)[-1] == "no problems found in what can be checked here."
+    view = machine_view(report, None)
+    assert view["platform"] == "" and set(view) == set(
+        machine_view(examine_machine(linux(), environ), linux()))
