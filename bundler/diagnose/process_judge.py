@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.diagnose.api_exports import api_exports
-from bundler.diagnose.process_trace import MappedObject, Trace, sha256_of
 from bundler.errors import BundlerError
 from bundler.formats.manifest import FoundManifest
+from bundler.platforms.process_trace import MappedObject, Trace, sha256_of
 from bundler.targets.registry import Platform
 
 __all__ = ["MappedModule", "Judged", "judge_trace", "library_name", "counts_by_name"]

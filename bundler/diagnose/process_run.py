@@ -20,11 +20,11 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from bundler.diagnose.process_trace import MappedObject, Trace, tail
+from bundler.platforms.process_trace import MappedObject, Trace, tail
 
 __all__ = ["run_command", "under_wine", "windows_path", "unix_path"]
 
-_WINDOWS_TRACER = Path(__file__).with_name("process_trace_windows.py")
+_WINDOWS_TRACER = Path(__file__).parents[1] / "windows" / "process_trace.py"
 _GRACE = 60.0   # how long past --timeout the host waits for a Windows tracer itself
 
 
@@ -57,7 +57,7 @@ def run_command(command: list[str], env: Mapping[str, str], cwd: Path, timeout: 
                          "debugger under Wine (the command starts no python.exe and the "
                          "bundle has none)")
     if sys.platform.startswith("linux"):
-        from bundler.diagnose.process_trace_linux import trace_command, tracing_unavailable
+        from bundler.linux.process_trace import trace_command, tracing_unavailable
         why = tracing_unavailable()
         if not why:
             return trace_command(command, env, str(cwd), timeout)

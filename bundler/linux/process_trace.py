@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from bundler.diagnose.process_trace import MappedObject, Trace, tail
+from bundler.platforms.process_trace import MappedObject, Trace, tail
 
 __all__ = ["trace_command", "tracing_unavailable"]
 

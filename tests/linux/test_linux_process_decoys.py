@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.diagnose.process_trace_linux import tracing_unavailable
+from bundler.linux.process_trace import tracing_unavailable
 from tests.harness.packing import own_copy, run_cli
 from tests.linux.test_linux_bootstrap_stops import _bundle
 from tests.linux.test_linux_bundle import _library
