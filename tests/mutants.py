@@ -100,6 +100,11 @@ MUTANTS = (
            "no value, not as a file that cannot be read", "bundler/frameworks/facts.py",
            '                raise ValueError("a call")\n', "                return None\n",
            HOSTILE_TESTS),
+    Mutant("build-info-version-unchecked", "a CUDA or cuDNN figure that is no version "
+           "('v8.6', []) is compared as an empty one (fits() stopped with an IndexError)",
+           "bundler/frameworks/facts.py",
+           "bad = _unprintable_figure(said) or _not_a_version(said)",
+           "bad = _unprintable_figure(said)", HOSTILE_TESTS),
     Mutant("build-info-pipe-absent", "a build-info file that is a pipe, a device or a folder "
            "is taken as absent", "bundler/frameworks/facts.py", "if os.path.lexists(path):",
            "if path.is_file():", HOSTILE_TESTS),

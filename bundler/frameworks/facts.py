@@ -244,7 +244,7 @@ def _read_file(facts: FrameworkFacts, path: Path, relpath: str,
         return replace(facts, file=relpath, unreadable=f"{relpath}: {exc.strerror or exc}")
     except (ValueError, SyntaxError, RecursionError, MemoryError) as exc:
         return replace(facts, file=relpath, unreadable=f"{relpath}: {exc}")
-    bad = _unprintable_figure(said)
+    bad = _unprintable_figure(said) or _not_a_version(said)
     if bad:   # a version with a line break or a terminal escape in it is no version
         return replace(facts, file=relpath, unreadable=f"{relpath}: {bad}")
     return replace(facts, file=relpath, **said)  # type: ignore[arg-type]
@@ -260,6 +260,16 @@ def _unprintable_figure(said: dict[str, object]) -> str:
             shown = repr(value) if len(value) <= 40 else repr(value[:40]) + "..."
             return (f"its {key} version {shown} holds a line break, a space or a control "
                     "character")
+    return ""
+
+
+def _not_a_version(said: dict[str, object]) -> str:
+    """Why a CUDA or cuDNN figure the file gives is no version ("" if each is empty or
+    starts with a number): 'abc' or 'v8.6' stopped fits() with an IndexError (exit 3)."""
+    for key in ("cuda", "cudnn"):
+        value = said.get(key)
+        if isinstance(value, str) and value and not version_tuple(value):
+            return f"its {key} version {value[:40]!r} is not a version"
     return ""
 
 

@@ -10,13 +10,19 @@ Name lookups read each shipped recipe once, not once a name (40,000 names in a b
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from bundler.errors import CheckError
 from bundler.frameworks import facts as facts_module
-from bundler.frameworks.facts import frameworks_in
+from bundler.frameworks.facts import fits, frameworks_in, refuse_unfit
 from bundler.recipe import load
 from bundler.targets.registry import windows
 from tests.harness.packing import run_cli
@@ -24,6 +30,7 @@ from tests.integration.test_embedded_python import bundler_cache
 from tests.integration.test_framework_facts import (
     CU12,
     PADDLE_VERSION,
+    install,
     loader_binary,
     paddle_app,
     write_spec,
@@ -128,6 +135,18 @@ def test_build_info_that_is_not_plain_literals_is_unreadable_and_refused(
     assert "paddlepaddle-gpu 2.6.2's build-info file cannot be read" in err
     code, out, err = run_cli(capsys, "init", app)
     assert code in (0, 1, 2) and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("figure", ["'v8.6'", "'abc'", "[]", "{'x': 1}"])
+def test_a_cudnn_figure_that_is_no_version_is_unreadable_not_an_internal_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], figure: str) -> None:
+    """fits() compared it as an empty version and stopped with an IndexError (exit 3)."""
+    app = paddle_app(tmp_path)
+    build_info = app / "Lib" / "site-packages" / "paddle" / "version" / "__init__.py"
+    build_info.write_text(PADDLE_VERSION.replace("'8.6.0'", figure))
+    assert "its cudnn version " in paddle_facts(app).unreadable
+    code, _, err = run_cli(capsys, "pack", write_spec(tmp_path, CU12))
+    assert code == 2 and "build-info file cannot be read" in err, err
 
 
 def test_generated_build_info_files_are_still_read(tmp_path: Path) -> None:
@@ -242,3 +261,46 @@ def test_a_requirements_file_that_is_a_pipe_or_dev_zero_is_refused_by_pack(
     assert done.returncode == 2, done.stderr
     named = "/dev/zero" if where == "top" and hostile == "dev-zero" else str(nested)
     assert named in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+# ------------------------------------------------- build-info values, fuzzed (#14's kin)
+
+LITERAL = st.recursive(
+    st.none() | st.booleans() | st.integers(-10, 10**30) | st.floats(allow_nan=False)
+    | st.text(max_size=12) | st.sampled_from(["8.6.0", "abc", "v8.6", "64_8", "64_", "12.x",
+                                               "False", "", " ", "8..1", ".5", "9" * 50]),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=6)
+FILES = {"paddlepaddle-gpu": "paddle/version/__init__.py",
+         "tensorflow": "tensorflow/python/platform/build_info.py",
+         "onnxruntime-gpu": "onnxruntime/capi/version_info.py",
+         "cupy-cuda12x": "cupy/.data/_wheel.json", "torch": "torch/version.py"}
+KEYS = ("cuda_version", "cudnn_version", "use_cuda", "cuda", "build_info", "is_cuda_build",
+        "cudnn_dll_name")
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_fuzzed_build_info_values_are_read_or_unreadable_never_an_error(
+        tmp_path: Path, data: st.DataObject) -> None:
+    """Whatever literal a build-info file binds a figure to (a list, a dict, 'abc',
+    a 50-digit number), the facts are read or "unreadable", and the rule that judges them
+    (fits, refuse_unfit) answers: 'v8.6' as cuDNN stopped fits() with an IndexError."""
+    name = data.draw(st.sampled_from(sorted(FILES)))
+    values = data.draw(st.dictionaries(st.sampled_from(KEYS), LITERAL, max_size=4))
+    if name == "tensorflow" and data.draw(st.booleans()):
+        values = {"build_info": data.draw(st.dictionaries(st.sampled_from(KEYS), LITERAL))}
+    text = (json.dumps(values, default=str) if name.startswith("cupy")
+            else "".join(f"{key} = {value!r}\n" for key, value in values.items()))
+    with tempfile.TemporaryDirectory(dir=tmp_path) as scratch:
+        app = Path(scratch) / "app"
+        install(app / "site-packages", name, "1.0", {FILES[name]: text})
+        found = frameworks_in(app, windows().driver_table())
+        for facts in found:
+            for cuda, cudnn in (("12", "9.1.0.70"), ("10.1", "7.6.5.32"), ("", "")):
+                assert fits(facts, cuda, cudnn) in (None, fits(facts, cuda, cudnn) or "")
+            facts.cudnn_minimum()
+            facts.cuda_needed()
+        with contextlib.suppress(CheckError):
+            refuse_unfit(found, "r", "12", "9.1.0.70", "win-x64")
