@@ -56,7 +56,7 @@ from pathlib import Path
 from bundler.errors import CheckError
 from bundler.frameworks.installed import installed
 from bundler.platforms.driver_table import CompatFacts as DriverTable
-from bundler.platforms.driver_table import FrameworkEntry, version_tuple
+from bundler.platforms.driver_table import FrameworkEntry, build_tag, version_tuple
 from bundler.releases.catalogue import Release, catalogue_releases
 from bundler.support.regular_files import read_bounded
 from bundler.support.wheel_names import normalize
@@ -65,6 +65,8 @@ _MAX_FILE_BYTES = 1 << 20   # the files are a few kB; a larger one is not theirs
 _TF_SUFFIX = re.compile(r"^64_(\d+)$")   # TensorFlow's Windows figures: "64_112", "64_8"
 # Builds named for their CUDA: cupy-cuda101, cupy-cuda11x, mxnet-cu101 (normalized names)
 _CUDA_IN_NAME = re.compile(r"^(?:cupy_cuda|mxnet_cu)(\d{2,3})(x?)$")
+_RENDERED = 12   # fitting releases checked for the libraries before giving up
+_PADDLE_TAG = re.compile(r"^post(\d{3})$")   # Paddle's CUDA builds: 2.2.2.post112 (11.2)
 
 
 @dataclass(frozen=True)
@@ -143,11 +145,36 @@ def same_cuda_family(built: str, runtime: str) -> bool:
 
 def fitting_releases(frameworks: Sequence[FrameworkFacts], platform_suffix: str,
                      count: int = 3) -> list[Release]:
-    """The newest catalogue releases of that platform that serve every framework."""
+    """Catalogue releases of that platform that serve every framework (`fits`) and ship
+    every library their files and table rows say they load: those pack fetches itself
+    (NVIDIA's PyPI wheel, as init picks) newest first, then NVIDIA's login-only zips
+    newest first. A yanked wheel's release and a development build are none."""
     fitting = [r for r in catalogue_releases() if r.platform == platform_suffix
-               and ".dev" not in r.cudnn
+               and ".dev" not in r.cudnn and not (r.wheel is not None and r.wheel.yanked)
                and all(fits(f, r.cuda, r.cudnn) is None for f in frameworks)]
-    return list(reversed(fitting))[:count]
+    fitting.sort(key=lambda r: (fetchable(r), version_tuple(r.cudnn), version_tuple(r.cuda)),
+                 reverse=True)
+    loads = {name for f in frameworks if f.gpu_build and not f.ships_own_runtime
+             for name in (*f.loads, *(f.row.loads if f.row else ()))}
+    found: list[Release] = []
+    for release in fitting[:_RENDERED] if loads else fitting:
+        if not loads or _ships_all(release, loads):
+            found.append(release)
+        if len(found) == count:
+            break
+    return found
+
+
+def fetchable(release: Release) -> bool:
+    """NVIDIA publishes it as a PyPI wheel, which pack fetches itself (a zip of NVIDIA's
+    developer site needs the user's login)."""
+    return release.wheel is not None and not release.wheel.yanked
+
+
+def _ships_all(release: Release, names: Iterable[str]) -> bool:
+    from bundler.recipe.load import find_recipe  # rendering needs the recipe layer
+    recipe = find_recipe(release.name, Path.cwd())
+    return all(recipe.supplier_of(name) is not None for name in names)
 
 
 def refuse_unfit(frameworks: Sequence[FrameworkFacts], runtime: str, cuda: str, cudnn: str,
@@ -163,11 +190,25 @@ def refuse_unfit(frameworks: Sequence[FrameworkFacts], runtime: str, cuda: str, 
     reasons = [r for f in frameworks if (r := fits(f, cuda, cudnn)) is not None]
     if not reasons:
         return
-    releases = [r.name for r in fitting_releases(frameworks, platform_suffix)]
-    hint = (f"use a release that fits: {', '.join(releases)} (bundler recipes)" if releases
-            else "no release bundler knows serves every framework in the app: pack them "
-                 "as separate apps")
-    raise CheckError(f"{runtime} does not fit the app: {'; '.join(reasons)}", hint)
+    raise CheckError(f"{runtime} does not fit the app: {'; '.join(reasons)}",
+                     fitting_hint(frameworks, platform_suffix))
+
+
+def fitting_hint(frameworks: Sequence[FrameworkFacts], platform_suffix: str) -> str:
+    """The releases that fit, said with how each is had (pack fetches a PyPI wheel; a zip
+    is a download behind NVIDIA's login); or that none does."""
+    releases = fitting_releases(frameworks, platform_suffix)
+    wheels = [r.name for r in releases if fetchable(r)]
+    zips = [r.name for r in releases if not fetchable(r)]
+    said = ([f"{', '.join(wheels)} (NVIDIA's PyPI wheel{'s' if len(wheels) > 1 else ''}: "
+             f"pack fetches {'them' if len(wheels) > 1 else 'it'})"] if wheels else []) + \
+        ([f"{', '.join(zips)} (NVIDIA's zip{'s' if len(zips) > 1 else ''}: a download behind "
+          "NVIDIA's login, given in [sources])"] if zips else [])
+    if said:
+        return f"use a release that fits: {'; '.join(said)} (bundler recipes --for lists more)"
+    titles = ", ".join(f.title for f in frameworks)
+    return (f"no release bundler knows serves {titles} (its CUDA, its cuDNN and every library "
+            "it loads)" + (": pack them as separate apps" if len(frameworks) > 1 else ""))
 
 
 def read_frameworks(root: Path, folders: Iterable[Path],
@@ -180,12 +221,11 @@ def read_frameworks(root: Path, folders: Iterable[Path],
         distribution, version = dist.metadata["Name"] or "", dist.version
         reader = _READERS.get(_family_of(distribution))
         row = table.framework_entry(distribution, version)
-        named_cuda = cuda_in_name(distribution)
+        named_cuda, named_by = cuda_named(distribution, version)
         if (reader is None and row is None and not named_cuda) \
                 or normalize(distribution) in found:
             continue
-        facts = FrameworkFacts(distribution, version, row=row, cuda=named_cuda,
-                               file=f"its name {distribution}" if named_cuda else "")
+        facts = FrameworkFacts(distribution, version, row=row, cuda=named_cuda, file=named_by)
         if reader is not None:
             relpath, read = reader
             path = Path(str(dist.locate_file(relpath)))
@@ -193,6 +233,22 @@ def read_frameworks(root: Path, folders: Iterable[Path],
                 facts = _read_file(facts, path, _inside(path, root), read)
         found[normalize(distribution)] = facts
     return tuple(found[k] for k in sorted(found))
+
+
+def cuda_named(distribution: str, version: str) -> tuple[str, str]:
+    """(the CUDA a build names itself for, what names it): its distribution name
+    (cuda_in_name), else Paddle's version tag ("2.2.2.post101": CUDA 10.1, "its version
+    tag post101"; a tag the table has no row for is judged by it, not taken for the PyPI
+    build); ("", "") where neither does. Its own build-info file, read after, wins."""
+    named = cuda_in_name(distribution)
+    if named:
+        return named, f"its name {distribution}"
+    tag = build_tag(version)
+    found = _PADDLE_TAG.match(tag) if normalize(distribution) == "paddlepaddle_gpu" else None
+    if found:
+        digits = found.group(1)
+        return f"{digits[:-1]}.{digits[-1]}", f"its version tag {tag}"
+    return "", ""
 
 
 def cuda_in_name(distribution: str) -> str:

@@ -5,7 +5,7 @@ the embedded-python builder).
 A pin (`onnxruntime-gpu==1.20.0`, `cupy-cuda101==9.6.0`) names a framework release whose
 figures bundler knows without its files: the framework table's row for that release
 (bundler/windows/compat.toml: CUDA, cuDNN minimum, the libraries it loads by name) or the
-CUDA its distribution name carries (framework_facts.cuda_in_name). A pinned GPU
+CUDA its distribution name or version tag carries (facts.cuda_named). A pinned GPU
 framework with neither is named, so the spec says what is not known. Options (`-r`,
 `--index-url`), markers and ranges are not read: only exact pins name a release.
 """
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundler.frameworks.facts import FrameworkFacts, cuda_in_name
+from bundler.frameworks.facts import FrameworkFacts, cuda_named
 from bundler.pack.requirement_files import read_requirements
 from bundler.platforms.driver_table import CompatFacts as DriverTable
 from bundler.support.wheel_names import normalize, wheel_name
@@ -88,10 +88,10 @@ def pinned_frameworks(path: Path, table: DriverTable) -> Pinned:
         name, version = found.groups()
         seen.add(normalize(name))
         row = table.framework_entry(name, version)
-        named_cuda = cuda_in_name(name)
+        named_cuda, named_by = cuda_named(name, version)
         if row is not None or named_cuda:
             known.append(FrameworkFacts(name, version, row=row, cuda=named_cuda,
-                                        file=f"its name {name}" if named_cuda else ""))
+                                        file=named_by))
         elif normalize(name) in _GPU_FRAMEWORKS:
             unknown.append(f"{name} {version}")
     return Pinned(path, tuple(known), tuple(unknown))

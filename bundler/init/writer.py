@@ -161,7 +161,8 @@ def _components(choice: Choice) -> list[str]:
         # pack reads binaries, not scripts: a script's DLL it would not stop on
         then = ("`bundler pack` does not read scripts: name a release that ships it"
                 if need.how == "named in" else
-                "`bundler pack` stops and names a release that does")
+                "`bundler pack` stops on it, naming a release that ships it or, where none "
+                "does, the CUDA that has it")
         lines += _comment(f"TO DECIDE: {need.dll} ({need.reason}): {recipe.name} does not "
                           f"ship it; {then}")
     if len(choice.unsupplied) > _LISTED:

@@ -16,12 +16,13 @@ from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError, SpecError
 from bundler.frameworks.environment import Environment
-from bundler.frameworks.facts import refuse_unfit
+from bundler.frameworks.facts import FrameworkFacts, refuse_unfit
 from bundler.pack.app_scan import AppScan, Need
 from bundler.pack.one_copy import refuse_second_copies
 from bundler.recipe.library_imports import MISSING, resolve_import
 from bundler.recipe.load import Component, Recipe, families_dir, shipped_recipes
 from bundler.releases.catalogue import Release, catalogue_releases, version_key
+from bundler.releases.families import runtime_sets
 from bundler.releases.render import release_shipping
 from bundler.support.suggest import listing
 from bundler.targets.registry import Platform
@@ -71,7 +72,8 @@ def select_for_app(recipe: Recipe, explicit: Sequence[str], extra: Sequence[str]
         elif supplier.component not in base:
             reasons.setdefault(supplier.component, []).append(f"{need.dll}: {need.reason}")
     if unsupplied:
-        raise _unsupplied_error(recipe, unsupplied, needs)
+        raise _unsupplied_error(recipe, unsupplied, needs,
+                                scan.framework_facts if scan is not None else ())
     if explicit and reasons:
         raise _left_out_error(recipe, explicit, reasons)
     components = recipe.select(base + list(reasons))
@@ -156,8 +158,8 @@ def _family(dll: str) -> str:
     return found.group(1) if found else dll.lower()
 
 
-def _unsupplied_error(recipe: Recipe, unsupplied: list[Need], needs: Sequence[Need]
-                      ) -> CheckError:
+def _unsupplied_error(recipe: Recipe, unsupplied: list[Need], needs: Sequence[Need],
+                      frameworks: Sequence[FrameworkFacts] = ()) -> CheckError:
     """One refusal for every DLL no component supplies: each importer, each DLL this
     recipe ships instead and each suggestion named once (an app importing 13 CUDA 12
     DLLs packed with a CUDA 13 recipe gets one short line, not 13 repeats)."""
@@ -182,7 +184,8 @@ def _unsupplied_error(recipe: Recipe, unsupplied: list[Need], needs: Sequence[Ne
     for need in [] if whole else unsupplied:
         if key(need.dll) not in suggested:
             suggested[key(need.dll)] = _suggestion(
-                recipe, need.dll, app_cuda, recipes if key(need.dll) in known else (), folder)
+                recipe, need.dll, app_cuda, recipes if key(need.dll) in known else (), folder
+            ) or _nowhere(recipe, need, app_cuda, frameworks)
     uses = [f"use {whole[0]}"] if whole else list(suggested.values())
     texts = [f"{who} {listing(dlls, _SHOWN)}" for who, dlls in wanted.items()]
     texts.append(f"this recipe ships {listing(ships, _SHOWN)}" if ships
@@ -220,7 +223,32 @@ def _suggestion(recipe: Recipe, dll: str, app_cuda: set[int] | None,
     release = release_shipping(dll, cuda, folder, recipe.target.release_suffix)
     return (f"use {others[0]}" if others else
             f"use a release that has it, e.g. {release} (bundler recipes)" if release
-            else "no recipe bundler knows has it")
+            else "")
+
+
+def _nowhere(recipe: Recipe, need: Need, app_cuda: set[int] | None,
+             frameworks: Sequence[FrameworkFacts]) -> str:
+    """Why no release has `need`, naming the CUDA that has the library: TensorFlow 2.4
+    loads cusolver64_10.dll, CUDA 11.0's name, which bundler's CUDA 11 releases (CUDA
+    11.8's libraries: cusolver64_11.dll) do not ship; the CUDA 10.1 and 10.2 toolkits do."""
+    key = recipe.target.name_key
+    sets = runtime_sets(families_dir(), recipe.target.release_suffix)
+    having = [s.cuda for s in sets.values() if any(
+        key(PurePosixPath(f.split(":", 1)[-1]).name) == key(need.dll)
+        for c in s.tables.get("components", {}).values() for f in c.get("files", ()))]
+    cuda = str(max(app_cuda)) if app_cuda else recipe.cuda.split(".")[0]
+    ours = sets.get(cuda)
+    built = next((f.cuda_needed() for f in frameworks if f.title == need.by
+                  and f.cuda_needed()[0]), ("", ""))
+    text = (f"no release bundler knows ships {need.dll} for CUDA {cuda}"
+            + (f" (its CUDA {cuda} releases pair CUDA {ours.cuda}'s libraries)" if ours else ""))
+    if built[0] and not any(version_key(c)[:2] == version_key(built[0])[:2] for c in having):
+        text += (f"; {need.dll} is CUDA {built[0]}'s, which {need.by} is built for "
+                 f"({built[1]} says {built[0]})")
+    if having:
+        verb = "runtime sets ship" if len(having) > 1 else "runtime set ships"
+        text += f"; the CUDA {' and '.join(having)} {verb} it"
+    return text
 
 
 def _verb(need: Need) -> str:

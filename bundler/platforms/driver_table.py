@@ -14,6 +14,7 @@ from bundler.support.toml_tables import Table
 from bundler.support.wheel_names import normalize
 
 _NUMBERS = re.compile(r"\d+")
+_BUILD_POST = re.compile(r"\.(post\d{3,})$")
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -44,12 +45,24 @@ class FrameworkEntry:
     bundles_runtime: bool = False
 
     def matches(self, distribution: str, version: str) -> bool:
+        """Its distribution, min <= version < below, and the build's tag: a row with
+        `local` matches only that tag, a row without it only an untagged version (a
+        build tagged post101 is not the PyPI default build a plain row describes)."""
         if normalize(distribution) not in {normalize(d) for d in self.distributions}:
             return False
-        local = version.split("+", 1)[1] if "+" in version else ""
-        if self.local and local != self.local:
+        if build_tag(version) != self.local:
             return False
         return version_tuple(self.min) <= version_tuple(version) < version_tuple(self.below)
+
+
+def build_tag(version: str) -> str:
+    """A build's tag: the local part ("2.5.1+cu124": "cu124"), else a post segment of
+    three or more digits, which PaddlePaddle uses for its CUDA builds ("2.2.2.post101":
+    "post101", CUDA 10.1); "" for a plain version ("1.14.1.post1" is a post-release)."""
+    if "+" in version:
+        return version.split("+", 1)[1]
+    found = _BUILD_POST.search(version)
+    return found.group(1) if found else ""
 
 
 @dataclass(frozen=True)

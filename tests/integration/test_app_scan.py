@@ -154,7 +154,9 @@ def test_tensorflow_2_10_with_the_cuda_12_recipe_is_refused(
     # The framework's cuDNN minimum (its table row) refuses it before its DLLs are compared.
     assert (f"{CU12} does not fit the app: tensorflow 2.10.1 needs cuDNN 8 at 8.1 or newer "
             "(bundler's framework table, row 'TensorFlow 2.10', says 8.1)") in err
-    assert "hint: use a release that fits: cudnn-8.9.7.29-cuda11-win-x64, " in err
+    assert ("hint: use a release that fits: cudnn-8.9.5.29-cuda11-win-x64, cudnn-8.9.4.25-cuda11-"
+            "win-x64 (NVIDIA's PyPI wheels: pack fetches them); cudnn-8.9.7.29-cuda11-win-x64 "
+            "(NVIDIA's zip") in err, err
     assert not (tmp_path / "dist" / "app").exists()
 
 

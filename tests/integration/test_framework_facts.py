@@ -144,7 +144,9 @@ def test_a_release_paddle_does_not_fit_is_refused_before_any_input_is_read(
     code, _, err = run_cli(capsys, "pack", spec)
     assert code == 2, err
     assert f"{recipe} does not fit the app: paddlepaddle-gpu 3.0.0 {said}" in err
-    assert "use a release that fits: cudnn-8.9.7.29-cuda11-win-x64, " in err
+    assert ("use a release that fits: cudnn-8.9.5.29-cuda11-win-x64, cudnn-8.9.4.25-cuda11-"
+            "win-x64 (NVIDIA's PyPI wheels: pack fetches them); cudnn-8.9.7.29-cuda11-win-x64 "
+            "(NVIDIA's zip") in err, err
     assert "nowhere" not in err and not (tmp_path / "dist").exists()
 
 

@@ -72,10 +72,12 @@ EXPECTED = {
         ("cudnn64_8.dll", "cublas64_11.dll", "cusolver64_11.dll", "cusparse64_11.dll",
          "cufft64_10.dll", "nvjpeg64_11.dll"),
         too_old="cudnn-8.0.5.39-cuda11-win-x64", wrong_major="cudnn-9.28.0.42-cuda12-win-x64"),
-    # A CUDA 10.2 build (cudart linked in): cuDNN 7, cuBLAS/cuSOLVER 10, cuFFT 10.
+    # A CUDA 10.2 build (cudart linked in): cuDNN 7, cuBLAS/cuSOLVER 10, cuFFT 10, and
+    # nvJPEG 10 (the CUDA 10.x toolkit's, the runtime set's nvjpeg component).
     "paddlepaddle_gpu-2.2.2-cp39-cp39-win_amd64.whl": Expected(
         "10.2", "7", "7.6", "paddle/version/__init__.py",
-        ("cudnn64_7.dll", "cublas64_10.dll", "cusolver64_10.dll", "cufft64_10.dll"),
+        ("cudnn64_7.dll", "cublas64_10.dll", "cusolver64_10.dll", "cufft64_10.dll",
+         "nvjpeg64_10.dll"),
         wrong_major="cudnn-8.0.3.33-cuda10.1-win-x64"),
     # TensorFlow's GPU check needs all eight (else it runs on the CPU); cuDNN >= 8.1.
     "tensorflow_gpu-2.5.3-cp39-cp39-win_amd64.whl": Expected(
