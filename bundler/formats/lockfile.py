@@ -61,7 +61,7 @@ class LockedSource:
 
 @dataclass(frozen=True)
 class LockedWheelPin:
-    """`wheels.PROJECT` (embedded-python): the wheel pip resolved, installed again from
+    """`wheels.PROJECT` (embedded-python): the wheel resolved, installed again from
     the wheel cache while the requirement files are unchanged."""
 
     version: str
@@ -88,7 +88,7 @@ class Lock:
     # Path below the bundle's root -> sha256 of the manifest and the entry script; None
     # in a lock written before it was recorded.
     bundle: Mapping[str, str] | None = None
-    # embedded-python: the wheels pip resolved for app.requirements, by project name.
+    # embedded-python: the wheels resolved for app.requirements, by project name.
     # None: not recorded.
     wheels: Mapping[str, LockedWheelPin] | None = None
     # embedded-python: what `wheels` was resolved for, {"platform": uv's target triple,

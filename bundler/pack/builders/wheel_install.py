@@ -1,6 +1,7 @@
 """Wheels unpacked into the bundle's site-packages by bundler itself (PEP 427), not by
-pip: the set is exact already (resolved once by pip, or named by the lock), so nothing
-is left for an installer to decide, and a re-pack starts no pip process.
+pip: the set is exact already (resolved once for the target, pip_wheels, or named by
+the lock), so nothing is left for an installer to decide, and a re-pack starts no
+pip process.
 
 What `pip install --target` would leave, for a Windows bundle made on any machine:
 each member at its path below site-packages; `<name>.data/purelib|platlib/` there too,
