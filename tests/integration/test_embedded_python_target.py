@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler.errors import SourceError
+from bundler.errors import LockError, SourceError
 from bundler.pack.builders import pip_wheels
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
@@ -149,6 +149,12 @@ def test_a_lock_resolved_for_the_packing_machine_is_resolved_again_for_the_targe
     old["wheels"]["posix-only"] = {"version": "1.0", "file": "posix_only-1.0-py3-none-any.whl",
                                    "sha256": "0" * 64}
     app.with_name("app.spec.lock").write_text(json.dumps(old))
+    with pytest.raises(LockError, match=r"--locked, but the lock would change: wheels "
+                       r"resolved for x86_64-pc-windows-msvc, CPython 3\.11\.9 \(were for "
+                       "the packing machine's markers\\)"):
+        pack(load_spec(app), environ=environ, locked=True)
+    assert json.loads(app.with_name("app.spec.lock").read_text()) == old
+    resolves(app)
     result = pack(load_spec(app), environ=environ)
     assert resolves(app) == ["online"]
     assert installed(result.out) == WINDOWS_SET
@@ -205,6 +211,19 @@ def test_a_requirement_with_only_a_source_distribution_is_refused(app: Path) -> 
         caught.value.message
     assert "a source distribution cannot be built for the target" in caught.value.hint
     assert not app.with_name("app.spec.lock").exists()
+
+
+def test_offline_the_files_index_is_not_asked(app: Path) -> None:
+    """--offline resolves from the wheel cache: an --index-url in the requirements (an
+    address nothing answers at) is not asked, the set is the cache's."""
+    environ = bundler_cache(app.parent / "cache")
+    pack(load_spec(app), environ=environ)
+    shutil.rmtree(app.with_name("wheels"))
+    app.with_name("requirements.txt").write_text("--index-url http://127.0.0.1:9/simple\n"
+                                                 "demo-app\n")
+    result = pack(load_spec(app), environ=environ, offline=True)
+    assert resolves(app)[-1:] == ["offline"]
+    assert installed(result.out) == WINDOWS_SET
 
 
 def test_a_wheel_unlike_its_hash_pin_is_refused(app: Path) -> None:
