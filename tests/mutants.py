@@ -703,9 +703,8 @@ MUTANTS = (
            "        if False:\n", PROCESS_TESTS + PROCESS_DECOY_TESTS),
     # Issue 40 item 4: process truth from the kernel, not from the process.
     Mutant("run-untraced", "verify --run judges what each process reported of itself, not "
-           "what the kernel saw", PROCESS_RUN, "        if not why:\n            return "
-           "trace_command(", "        if False:\n            return trace_command(",
-           PROCESS_DECOY_TESTS),
+           "what the kernel saw", PROCESS_RUN, "    if trace.traced:\n        return trace\n",
+           "    if False:\n        return trace\n", PROCESS_DECOY_TESTS),
     Mutant("trace-misses-children", "the Linux tracer does not follow forked children",
            TRACE_LINUX, "_O_TRACESYSGOOD | _O_TRACEFORK |", "_O_TRACESYSGOOD |",
            PROCESS_DECOY_TESTS),

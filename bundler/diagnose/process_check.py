@@ -81,13 +81,13 @@ def check_process(found: FoundManifest, command: list[str], timeout: float) -> P
                else folder}
         if import_only:
             env[IMPORT_ONLY] = "1"
-        trace = run_command(command, env, top, timeout, _bundled_python(found))
+        trace = run_command(platform, command, env, top, timeout, _bundled_python(found))
         try:
             problems = list(trace.problems)
             reports = _read_reports(Path(folder), problems)
             if not trace.traced:
                 from_reports(trace, reports)
-            judged = judge_trace(found, platform, trace, _tops(found.root))
+            judged = judge_trace(found, platform, trace, _tops(found.root, command))
         finally:
             trace.close()
     if trace.exit_code is not None and trace.exit_code != 0:
@@ -106,11 +106,10 @@ def check_process(found: FoundManifest, command: list[str], timeout: float) -> P
                         output=trace.output)
 
 
-def _tops(root: Path) -> tuple[str, ...]:
-    """The bundle folder as a process may name it: here, and as Wine's Z: drive."""
-    real = os.path.realpath(root)
-    return (real, str(root)) if sys.platform == "win32" else (
-        real, windows_path(real), str(root.absolute()), windows_path(str(root.absolute())))
+def _tops(root: Path, command: list[str]) -> tuple[str, ...]:
+    """The bundle folder as a process may name it: here, and (under Wine) as drive Z:."""
+    named = (os.path.realpath(root), str(root.absolute()))
+    return named + tuple(windows_path(top) for top in named) if under_wine(command) else named
 
 
 def _bundled_python(found: FoundManifest) -> Path | None:
@@ -131,15 +130,14 @@ def _default_command(found: FoundManifest, platform: Platform) -> list[str]:
     if here is not None and here.name == platform.name:
         return [sys.executable, str(found.root / entry)]
     python = _bundled_python(found)
-    if platform.os_name == "Windows" and sys.platform.startswith("linux"):
+    if python:   # an embedded-python bundle (Windows): its own python.exe, under Wine
         wine = shutil.which("wine") or shutil.which("wine64")
         if not wine:
-            raise BundlerError(f"{found.root}: a Windows bundle runs on Linux under Wine, "
-                               "and Wine is not installed",
+            raise BundlerError(f"{found.root}: a {platform.os_name} bundle runs on this "
+                               "machine under Wine, and Wine is not installed",
                                "install Wine (e.g. apt install wine64), or run bundler verify "
-                               "--run on Windows (docs/diagnosing.md#under-wine)")
-        if python:
-            return [wine, windows_path(str(python)), windows_path(str(found.root / entry))]
+                               f"--run on {platform.os_name} (docs/diagnosing.md#under-wine)")
+        return [wine, windows_path(str(python)), windows_path(str(found.root / entry))]
     raise BundlerError(f"{found.root}: a {platform.os_name} bundle cannot run on this "
                        "machine by itself",
                        "give the command that starts it (e.g. its Python under Wine): "

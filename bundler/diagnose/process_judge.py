@@ -1,4 +1,4 @@
-"""Judge what a traced run mapped (diagnose/process_trace.py) against the bundle's
+"""Judge what a traced run mapped (bundler/platforms/process_trace.py) against the bundle's
 manifest, by what each object is, not what it is called.
 
 An object is a cuDNN/CUDA library when its SONAME (read from its bytes: a copy renamed

@@ -5,6 +5,7 @@ headers, the dynamic and version sections are read (pyelftools), never the code.
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,7 +98,21 @@ def _exported(image: ELFFile) -> tuple[str, ...]:
     table = image.get_section_by_name(".dynsym")
     if not isinstance(table, SymbolTableSection):
         return ()
+    if image.elfclass == 64 and image.little_endian:   # read in bulk: a framework's
+        return _exported_64(table.data(), image.get_section(table["sh_link"]).data())
     return tuple(sorted({s.name for s in table.iter_symbols() if s.name
                          and s["st_shndx"] != "SHN_UNDEF"
                          and s["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK")
                          and s["st_info"]["type"] in ("STT_FUNC", "STT_OBJECT")}))
+
+
+def _exported_64(symbols: bytes, strings: bytes) -> tuple[str, ...]:
+    """_exported of an x86-64/aarch64 .dynsym, unpacked in bulk (Elf64_Sym: st_name,
+    st_info, st_other, st_shndx, st_value, st_size): libraries with tens of thousands of
+    symbols take milliseconds, not seconds."""
+    names = set()
+    for name, info, _, shndx, _, _ in struct.iter_unpack("<IBBHQQ", symbols):
+        # defined (not SHN_UNDEF); STB_GLOBAL or STB_WEAK; STT_OBJECT or STT_FUNC
+        if name and shndx != 0 and (info >> 4) in (1, 2) and (info & 0xF) in (1, 2):
+            names.add(strings[name:strings.index(b"\0", name)].decode(errors="replace"))
+    return tuple(sorted(names))

@@ -6,7 +6,7 @@ wheels (and their RECORD) or, for a folder, by the lock's pins from its first pa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from bundler.linux.driver import probe_libcuda
@@ -26,6 +26,7 @@ from bundler.platforms.api import (
 )
 from bundler.platforms.driver_table import CompatFacts
 from bundler.platforms.library_facts import LibraryFacts, OSFacts
+from bundler.platforms.process_trace import Trace
 
 # A library's SONAME-style file: lib<stem>.so.<version> (libcudnn_graph.so.9,
 # libnvrtc-builtins.so.13.0); NVIDIA's wheels hold only these, no links.
@@ -93,6 +94,11 @@ class LinuxPlatform(NameRules):
 
     def library_file(self, stem: str, version: str) -> str:
         return f"lib{stem}.so.{version}"
+
+    def trace_command(self, command: Sequence[str], environ: Mapping[str, str], cwd: str,
+                      timeout: float, python: str = "") -> Trace:
+        from bundler.linux.process_trace import trace_command  # ctypes, on demand
+        return trace_command(command, environ, cwd, timeout)
 
     def probe_driver(self) -> DriverProbe:
         path, version, release, error = probe_libcuda()

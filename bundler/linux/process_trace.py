@@ -23,6 +23,7 @@ import os
 import platform as host
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -74,8 +75,10 @@ def _libc() -> ctypes.CDLL:
 
 
 def tracing_unavailable() -> str:
-    """Why this machine cannot trace ("" if it can): an architecture bundler has no
-    filter for, or ptrace refused (a container's seccomp profile, Yama scope 3)."""
+    """Why this machine cannot trace ("" if it can): not Linux, an architecture bundler
+    has no filter for, or ptrace refused (a container's seccomp profile, Yama scope 3)."""
+    if not sys.platform.startswith("linux"):
+        return "ptrace traces Linux programs on Linux only"
     if host.machine() not in _ARCHES:
         return f"bundler has no syscall filter for {host.machine()}"
     libc = _libc()
@@ -91,7 +94,11 @@ def tracing_unavailable() -> str:
 
 def trace_command(command: Sequence[str], env: Mapping[str, str], cwd: str,
                   timeout: float) -> Trace:
-    """Run `command` traced; every process's mapped code, its exit status and output."""
+    """Run `command` traced; every process's mapped code, its exit status and output.
+    Where ptrace is unavailable nothing runs: `traced` False and `why_not` why."""
+    why = tracing_unavailable()
+    if why:
+        return Trace(traced=False, why_not=why)
     libc = _libc()
     arch, mmap = _ARCHES[host.machine()]
     rules = _filter(arch, mmap)

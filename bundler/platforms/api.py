@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:   # the shapes' modules import this one; only the checker reads these
     from bundler.platforms.driver_table import CompatFacts as DriverTable
     from bundler.platforms.library_facts import LibraryFacts, OSFacts
+    from bundler.platforms.process_trace import Trace
 
 # A signature check's verdicts (Authenticode's on Windows; a platform without code
 # signing answers UNSIGNED), and what each means in the words messages use.
@@ -207,6 +208,14 @@ class Platform(Protocol):
     def probe_driver(self) -> DriverProbe:
         """This machine's driver; doctor judges a bundle's figures against it with the
         bootstrap's rule."""
+
+    def trace_command(self, command: Sequence[str], environ: Mapping[str, str], cwd: str,
+                      timeout: float, python: str = "") -> Trace:
+        """Run a program of this platform on this machine, recording every file each of
+        its processes maps as code (`bundler verify --run`); at `timeout` every process
+        is killed. `python`: a Python of this platform for a tracer that needs one (a
+        Windows python.exe under Wine). Where this machine cannot trace it, nothing
+        runs: `traced` False and `why_not` says why."""
 
     def system_folders(self) -> Mapping[str, str]:
         """The OS's own library folders as this process's loader names them, by role

@@ -1,7 +1,8 @@
-"""What the kernel saw a command's processes map: the shapes `bundler verify --run` judges
-(diagnose/process_check.py), filled by a tracer of the running OS: ptrace on Linux
-(process_trace_linux.py), the Windows debug API on Windows and under Wine
-(process_trace_windows.py).
+"""What the kernel saw a command's processes map: the shape `Platform.trace_command` fills
+and `bundler verify --run` judges (diagnose/process_check.py). Each platform traces its
+own programs: ptrace on Linux (bundler/linux/process_trace.py), the Windows debug API on
+Windows and under Wine (bundler/windows/process_trace.py, run by
+bundler/windows/traced_run.py).
 
 A tracer runs the command, follows every process it starts (forks, vforks, threads,
 execs; a child leaving through os._exit included), and records each executable object a

@@ -1,13 +1,13 @@
 """Trace a command on Windows (or under Wine) with the debug API: every DLL any of its
 processes loads.
 
-Run as a script by a Windows Python — `python.exe process_trace_windows.py OUT.json
+Run as a script by a Windows Python — `python.exe process_trace.py OUT.json
 TIMEOUT -- COMMAND ...` — it starts COMMAND with DEBUG_PROCESS, so every process the
 command starts is debugged too, and waits for debug events: CREATE_PROCESS_DEBUG_EVENT
 (the executable) and LOAD_DLL_DEBUG_EVENT (each DLL mapped, by LoadLibrary or the loader,
 before the process runs a line of it; one unloaded later was seen), each file hashed
 while the process waits, and EXIT_PROCESS_DEBUG_EVENT. At the timeout it terminates every
-process it debugs. It writes OUT.json (bundler's diagnose/process_trace.py reads it).
+process it debugs. It writes OUT.json (bundler/windows/traced_run.py reads it).
 The standard library only: it runs in whatever Windows Python starts it, not bundler's.
 
 Not seen: code a process maps itself without the loader (a manual PE loader), and a
@@ -157,7 +157,7 @@ def _record(kernel32, result, pid, handle, process, base):
 def main(argv):
     out, timeout, dashes, *command = argv
     if dashes != "--" or not command:
-        print("usage: process_trace_windows.py OUT.json TIMEOUT -- COMMAND ...",
+        print("usage: process_trace.py OUT.json TIMEOUT -- COMMAND ...",
               file=sys.stderr)
         return 2
     result = trace(command, float(timeout))

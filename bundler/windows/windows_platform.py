@@ -5,7 +5,7 @@ order and nvcuda.dll."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from bundler.platforms.api import (
@@ -19,6 +19,7 @@ from bundler.platforms.api import (
 )
 from bundler.platforms.driver_table import CompatFacts
 from bundler.platforms.library_facts import LibraryFacts, OSFacts
+from bundler.platforms.process_trace import Trace
 from bundler.windows import authenticode, library_search
 from bundler.windows.authentihash import AuthenticodeDigest
 from bundler.windows.compat import compat_facts
@@ -100,6 +101,11 @@ class WindowsPlatform(NameRules):
 
     def probe_driver(self) -> DriverProbe:
         return probe_nvcuda()
+
+    def trace_command(self, command: Sequence[str], environ: Mapping[str, str], cwd: str,
+                      timeout: float, python: str = "") -> Trace:
+        from bundler.windows.traced_run import trace_windows_command
+        return trace_windows_command(command, environ, cwd, timeout, python)
 
     def system_folders(self) -> Mapping[str, str]:
         return library_search.system_folders()

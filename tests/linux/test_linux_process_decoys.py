@@ -5,7 +5,7 @@ Each decoy below passed the check that read what a process said of itself as it 
 another name (g.bin), deleted before exit, unloaded with dlclose, loaded in a forked
 child that leaves through os._exit, an LD_PRELOAD interposer with an innocent name that
 defines cudnnGetVersion, another copy of the app, a "libcudnn_graph.so.9 " twin (trailing
-space) in the bundle's folder. Under ptrace (diagnose/process_trace_linux.py) every one
+space) in the bundle's folder. Under ptrace (bundler/linux/process_trace.py) every one
 fails verify --run, naming the object; the clean app passes; a timeout kills the whole
 process tree and says that it timed out.
 

@@ -1,7 +1,7 @@
 """`bundler verify --run` of a Windows bundle under Wine sees what the debugger saw (issue
 40, items 4 and 5).
 
-The Windows debug API (diagnose/process_trace_windows.py, run by the command's Windows
+The Windows debug API (bundler/windows/process_trace.py, run by the command's Windows
 Python) records every DLL any process of the command loads: a decoy cuDNN renamed g.bin
 (known by the cuDNN API it exports), and a decoy loaded by a child process that never
 runs the bootstrap, both of which the processes' own reports never showed. With no
@@ -110,5 +110,5 @@ def test_without_wine_a_windows_bundle_is_refused_with_a_hint(embedded: Path) ->
         pytest.skip("wine beside this Python")
     done = _bundler(["verify", "--run", str(embedded)], env)
     assert done.returncode == 2
-    assert "a Windows bundle runs on Linux under Wine, and Wine is not installed" in \
+    assert "a Windows bundle runs on this machine under Wine, and Wine is not installed" in \
         done.stderr and "install Wine" in done.stderr
