@@ -220,7 +220,7 @@ MUTANTS = (
            "or old.wheels_for != wheels_target(spec, platform)):", "):", TARGET_TESTS),
     Mutant("hash-pins-unchecked", "embedded-python: the requirement files' --hash pins "
            "are not checked against the resolved wheels", "bundler/pack/builders/pip_wheels.py",
-           "    if not pins:\n        return resolved\n",
+           "    if pins is None:\n        return resolved\n",
            "    if True:\n        return resolved\n",
            TARGET_TESTS),
     Mutant("requirements-boms-ignored", "a UTF-16 requirements file (PowerShell 5's pip "

@@ -123,19 +123,22 @@ def _named(file: Path) -> list[str]:
             if (match := _NESTED.match(line))]
 
 
-def hash_pins(requirements: Path) -> dict[str, set[str]]:
+def hash_pins(requirements: Path) -> dict[str, set[str]] | None:
     """`--hash=sha256:` pins of the requirement lines in every file, by project
-    (normalized); {} where none has one. As with pip, once any line has a hash every
-    wheel installed must match a pin of its project."""
+    (normalized); None where none has one and no file says --require-hashes. As with
+    pip, once any line has a hash (or a file --require-hashes) every wheel installed
+    must match a pin of its project."""
     pins: dict[str, set[str]] = {}
+    required = False
     for file in all_files(requirements):
         for line in requirement_lines(file):
+            required = required or line.split()[0] == "--require-hashes"
             project = _PROJECT.match(line) if not line.startswith("-") else None
             hashes = _HASH.findall(line)
             if project and hashes:
                 name = normalize(project.group(1))
                 pins.setdefault(name, set()).update(h.lower() for h in hashes)
-    return pins
+    return pins if pins or required else None
 
 
 def source_options(requirements: Path) -> list[str]:

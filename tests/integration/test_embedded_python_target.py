@@ -77,8 +77,10 @@ def app(tmp_path: Path, standin_zip: Path, standin_toolkit: Path, standin_framew
     make_wheel(wheels, "demo-app", "1.0", REQUIRES)
     for line in REQUIRES:
         make_wheel(wheels, line.split(";")[0], "1.0")
-    spec.with_name("requirements.txt").write_text("--no-index\n--find-links wheels\n"
-                                                  "demo-app\n")
+    # markers on the requirement lines themselves are the target's too
+    spec.with_name("requirements.txt").write_text(
+        "--no-index\n--find-links wheels\ndemo-app\n"
+        "x86-64-only; platform_machine == 'x86_64'\nwin-only; sys_platform == 'win32'\n")
     real = pip_wheels.resolve
 
     def logged(*args: object, **kwargs: object) -> object:

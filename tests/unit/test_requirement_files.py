@@ -103,3 +103,11 @@ def test_source_options_of_every_file_are_kept_for_fetching_pins(tmp_path: Path)
     assert source_options(tmp_path / "requirements.txt") == [
         "-i https://example.org/simple\n", f"--find-links {tmp_path / 'sub' / 'wheels'}\n",
         "--no-index\n"]
+
+
+def test_require_hashes_alone_asks_for_hashes(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("demo\n")
+    assert hash_pins(tmp_path / "requirements.txt") is None
+    (tmp_path / "requirements.txt").write_text("-r base.txt\ndemo\n")
+    (tmp_path / "base.txt").write_text("--require-hashes\n")
+    assert hash_pins(tmp_path / "requirements.txt") == {}

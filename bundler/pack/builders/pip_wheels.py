@@ -144,10 +144,10 @@ def _download_hint(cache: Path, covered: bool) -> str:
 
 def _check_hash_pins(requirements: Path, resolved: list[Resolved]) -> list[Resolved]:
     """pip's hash-checking mode, which uv's resolve does not apply: once a requirement
-    line has a --hash, every project needs a wheel matching a pin of its own; only
-    those wheels are kept."""
+    line has a --hash (or a file says --require-hashes), every project needs a wheel
+    matching a pin of its own; only those wheels are kept."""
     pins = hash_pins(requirements)
-    if not pins:
+    if pins is None:
         return resolved
     kept = []
     for project in resolved:
