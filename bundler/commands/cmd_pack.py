@@ -8,7 +8,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bundler.commands.options import add_json, add_source, say
+from bundler.commands.options import add_json, add_quiet, add_source, add_zip_level, say
 from bundler.commands.output import human_size as _size
 from bundler.errors import EXIT_OK, BundlerError
 from bundler.formats.manifest import SIGNATURE_ALLOWED_UNSIGNED, SIGNATURE_VERIFIED, FileEntry
@@ -55,6 +55,8 @@ def add_parser(commands: argparse._SubParsersAction,
                    help="pack in full even when nothing changed since the last pack (which "
                    "otherwise answers 'up to date' from the files' sizes and times, "
                    "reading nothing)")
+    add_zip_level(p)
+    add_quiet(p)
     add_json(p, "print a JSON summary")
     return p
 
@@ -73,11 +75,12 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_OK
         why = fresh.reason
     started = up_to_date.clock(freshness.store.root) if freshness is not None else None
-    with silenced(args.json):   # no progress bars under --json
+    with silenced(args.json or args.quiet):   # no progress under --json, --quiet
         result = pack(spec, out=Path(args.out) if args.out else None,
                       overrides=dict(args.source or []), update_lock=args.update_lock,
                       offline=args.offline, copy=args.copy, locked=args.locked,
-                      zip_to=Path(args.zip) if args.zip else None)
+                      zip_to=Path(args.zip) if args.zip else None,
+                      zip_level=args.zip_level)
     # One line on stderr, once the pack stands (a failed one says its error first): why
     # this run packed in full rather than answering "up to date" (a CI log says why it
     # took long).
@@ -121,6 +124,7 @@ def _freshness(spec: Spec, args: argparse.Namespace) -> _Freshness | None:
     out = Path(args.out) if args.out else spec.default_out()
     options = {"out": os.path.abspath(out), "copy": args.copy,
                "zip": os.path.abspath(args.zip) if args.zip else "",
+               "zip_level": args.zip_level.settings,
                "sources": sorted((sid, os.path.abspath(path))
                                  for sid, path in args.source or []),
                # what each input's path means here and now: a `~` (HOME), a link's target

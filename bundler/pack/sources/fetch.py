@@ -24,7 +24,7 @@ from pathlib import Path
 from bundler.errors import SourceError
 from bundler.recipe.model import WHEEL, SourceSpec
 from bundler.support.hashing import sha256_file
-from bundler.support.progress import interactive
+from bundler.support.progress import activity, interactive
 from bundler.support.user_dirs import user_cache_dir
 
 CACHE_VARIABLE = "BUNDLER_CACHE"
@@ -140,8 +140,9 @@ def _run_pip(download: Download, dest: Path) -> None:
     if interactive():  # let pip draw its progress bar; keep stdout for our own output
         output = ""
         returncode = subprocess.run(command, stdout=sys.stderr, check=False).returncode
-    else:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+    else:   # off a terminal: a line every few seconds while pip runs
+        with activity(f"fetching {download.requirement}"):
+            result = subprocess.run(command, capture_output=True, text=True, check=False)
         output, returncode = (result.stdout + result.stderr).strip(), result.returncode
     if returncode != 0:
         last = output.splitlines()[-1] if output else f"pip exited with {returncode}"

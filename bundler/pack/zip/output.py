@@ -1,17 +1,18 @@
 """`bundler pack --zip PATH`: the bundle as one deterministic zip to hand over.
 
-The same bundle gives the same bytes: members sorted by path, every timestamp
-1980-01-01 00:00, Unix permissions fixed (0644; 0755 for folders and executables: in a
-Windows bundle by extension, as Windows reports them, on any machine), no extra
-fields, Deflate at one fixed level. The zip is written to a temporary file beside PATH
-while the new bundle is still staged, and renamed to PATH only once the bundle and the
-lock are in place: a failure leaves no half zip, and a zip never describes a bundle
-that was not swapped in. A pack killed before that rename leaves its temporary file
-(`.<zip name>.<8 characters>.partial`); while it is written a note beside the bundle
-(`.<bundle>.zipping`) names the zip, so any later pack of the bundle, with or without
---zip, removes it under the pack's locks (as does the next pack of that zip), and no
-folder build copies one into a bundle meanwhile. The bytes are written by zip/writer.py:
-on every core, reusing the streams earlier zips kept (store/zip_streams.py).
+The same bundle gives the same bytes: members sorted by path, every timestamp 1980-01-01
+00:00, Unix permissions fixed (0644; 0755 for folders and executables: in a Windows
+bundle by extension, as Windows reports them, on any machine), no extra fields, Deflate
+by one compressor at one level (--zip-level; support/deflate.py). The zip is written to
+a temporary file beside PATH while the new bundle is still staged, and renamed to PATH
+only once the bundle and the lock are in place: a failure leaves no half zip, and a zip
+never describes a bundle that was not swapped in. A pack killed before that rename
+leaves its temporary file (`.<zip name>.<8 characters>.partial`); while it is written a
+note beside the bundle (`.<bundle>.zipping`) names the zip, so any later pack of the
+bundle, with or without --zip, removes it under the pack's locks (as does the next pack
+of that zip), and no folder build copies one into a bundle meanwhile. The bytes are
+written by zip/writer.py: on every core, reusing the streams earlier zips kept
+(store/zip_streams.py).
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ from bundler.pack.store.zip_streams import StreamCache
 from bundler.pack.zip.unchanged import same_zip
 from bundler.pack.zip.writer import Member, ZipCounts, ZipWriter, default_workers, settings
 from bundler.support.bundle_files import describe_link, is_link
+from bundler.support.deflate import FAST, Compressor, zip_compressor
 from bundler.support.file_stamps import Stamp, stamp
 from bundler.support.paths import is_unicode, shown_name
 from bundler.support.progress import byte_progress
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip can hold (zip_writer's)
-DEFLATE_LEVEL = 6
 _WINDOWS_EXECUTABLE = (".exe", ".bat", ".cmd", ".com")   # what os.stat on Windows says
 # The temporary zip's name as write_zip's mkstemp makes it (8 of its characters).
 _PARTIAL = re.compile(r"\.(?P<zip>.+\.zip)\.[a-z0-9_]{8}\.partial", re.IGNORECASE)
@@ -151,21 +152,24 @@ def _all_below(infos: list[zipfile.ZipInfo], top: str) -> bool:
 
 def write_zip(bundle: Path, top: str, path: Path, windows: bool, target: Path,
               streams: StreamCache | None = None,
-              known: Mapping[str, str] | None = None) -> PendingZip:
+              known: Mapping[str, str] | None = None,
+              compressor: Compressor | None = None) -> PendingZip:
     """Zip every file below `bundle` under the folder `top` into a temporary file
     beside `path`; removed again on any failure. `windows`: a bundle for Windows, whose
     permissions are the ones Windows reports, not this machine's. `target`: the bundle's
     folder, beside which a note names the zip while it is written (so any later pack of
     `target` removes what a killed one left). `streams`: the kept streams to reuse;
     `known`: the sha256 of files the pack hashed as it staged them, by path (not read
-    again to find their stream). A zip already at `path` that holds exactly these bytes
-    is left as it is (zip/unchanged.py): nothing is written."""
+    again to find their stream); `compressor`: --zip-level's (default: fast). A zip
+    already at `path` that holds exactly these bytes is left as it is
+    (zip/unchanged.py): nothing is written."""
+    compressor = compressor or zip_compressor(FAST)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(path)
     note = zip_note_path(target)
     members, total = _members_of(bundle, top, windows, known or {})
     if streams is not None and path.is_file():
-        unchanged = _unchanged(path, note, members, total, streams)
+        unchanged = _unchanged(path, note, members, total, streams, compressor)
         if unchanged is not None:
             return unchanged
     note.write_text(str(path), encoding="utf-8")   # before the temporary file exists
@@ -174,7 +178,7 @@ def write_zip(bundle: Path, top: str, path: Path, windows: bool, target: Path,
     pending = PendingZip(Path(name), path, note)
     try:
         with os.fdopen(handle, "wb") as raw:
-            counts = _add_all(raw, members, total, top, streams)
+            counts = _add_all(raw, members, total, top, streams, compressor)
         os.chmod(name, 0o644)   # mkstemp's 0600 is for secrets, not a zip
     except BaseException as exc:
         pending.discard()
@@ -187,13 +191,16 @@ def write_zip(bundle: Path, top: str, path: Path, windows: bool, target: Path,
     return replace(pending, counts=counts)
 
 
-def kept_streams(store: Store | None, environ: Mapping[str, str]) -> StreamCache | None:
-    """The zip streams kept in the store's folder, under its size cap; none without a
-    store (or with a cap that is not a size: the pack said so already)."""
+def kept_streams(store: Store | None, environ: Mapping[str, str],
+                 compressor: Compressor | None = None) -> StreamCache | None:
+    """The zip streams kept in the store's folder that `compressor` (default: fast)
+    made, under the store's size cap; none without a store (or with a cap that is not a
+    size: the pack said so already)."""
     if store is None:
         return None
     try:
-        return StreamCache(store.root, store_key(environ), settings(DEFLATE_LEVEL),
+        return StreamCache(store.root, store_key(environ),
+                           settings(compressor or zip_compressor(FAST)),
                            size_cap(environ))
     except StoreError:
         return None
@@ -230,12 +237,12 @@ def remove_stale_partials(path: Path) -> list[Path]:
 
 
 def _unchanged(path: Path, note: Path, members: list[Member], total: int,
-               streams: StreamCache) -> PendingZip | None:
+               streams: StreamCache, compressor: Compressor) -> PendingZip | None:
     """The zip at `path` to be left as it is, if it already holds the bytes of
     `members` (zip/unchanged.py); else None."""
     before = _stamp(path)
     with byte_progress(total, f"checking {path.name}") as progress:
-        same = same_zip(str(path), members, DEFLATE_LEVEL, streams, default_workers(),
+        same = same_zip(str(path), members, compressor, streams, default_workers(),
                         progress.update)
     if same is None or _stamp(path) != before:
         return None
@@ -270,9 +277,9 @@ def _members_of(bundle: Path, top: str, windows: bool, known: Mapping[str, str]
 
 
 def _add_all(raw: BinaryIO, members: list[Member], total: int, top: str,
-             streams: StreamCache | None) -> ZipCounts:
+             streams: StreamCache | None, compressor: Compressor) -> ZipCounts:
     with byte_progress(total, f"zipping {top}") as progress:
-        writer = ZipWriter(raw, DEFLATE_LEVEL, streams, default_workers(), progress.update)
+        writer = ZipWriter(raw, compressor, streams, default_workers(), progress.update)
         counts = writer.write(members)
     if streams is not None:
         streams.trim(frozenset(writer.used))

@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from bundler.pack.store.zip_streams import StreamCache, StreamRecord
 from bundler.pack.zip.writer import Member, ZipCounts, ZipWriter, _Op, _Start
+from bundler.support.deflate import Compressor
 from bundler.support.hashing import CHUNK
 
 
@@ -72,10 +73,11 @@ class _Comparer(ZipWriter):
     """ZipWriter's walk over the members, with kept streams checked where they lie in
     the old zip instead of copied, and any member to compress a difference."""
 
-    def __init__(self, out: _Comparing, path: str, level: int, streams: StreamCache,
-                 workers: int, progress: Callable[[int], object],
+    def __init__(self, out: _Comparing, path: str, compressor: Compressor,
+                 streams: StreamCache, workers: int, progress: Callable[[int], object],
                  hashes: ThreadPoolExecutor) -> None:
-        super().__init__(out, level, streams, workers, progress)  # type: ignore[arg-type]
+        super().__init__(out, compressor, streams, workers,  # type: ignore[arg-type]
+                         progress)
         self._path = path
         self._hashes = hashes
         self.checks: list[tuple[Future[str], str]] = []
@@ -97,7 +99,7 @@ class _Comparer(ZipWriter):
         raise _Differs   # no kept stream (or a bad one): the zip is written anew
 
 
-def same_zip(path: str, members: list[Member], level: int, streams: StreamCache,
+def same_zip(path: str, members: list[Member], compressor: Compressor, streams: StreamCache,
              workers: int, progress: Callable[[int], object]
              ) -> tuple[ZipCounts, set[str]] | None:
     """(counts, kept streams used) if the zip at `path` holds exactly the bytes ZipWriter
@@ -106,7 +108,7 @@ def same_zip(path: str, members: list[Member], level: int, streams: StreamCache,
         size = os.stat(path).st_size
         with open(path, "rb") as old, ThreadPoolExecutor(workers) as hashes:
             out = _Comparing(old)
-            comparer = _Comparer(out, path, level, streams, workers, progress, hashes)
+            comparer = _Comparer(out, path, compressor, streams, workers, progress, hashes)
             try:
                 counts = comparer.write(members)
             except _Differs:
@@ -117,5 +119,6 @@ def same_zip(path: str, members: list[Member], level: int, streams: StreamCache,
                 future.result() == expected for future, expected in comparer.checks)
     except OSError:
         return None
-    return (ZipCounts(counts.members, counts.reused, 0, counts.hashed, unchanged=True),
+    return (ZipCounts(counts.members, counts.reused, 0, counts.hashed, unchanged=True,
+                      compressor=counts.compressor),
             comparer.used) if same else None

@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 from bundler.formats.swap_journal import checkpoint
 from bundler.pack.store.zip_streams import StreamCache, StreamRecord
-from bundler.support.deflate import crc32
+from bundler.support.deflate import Compressor, crc32
 
 PIECE = 1 << 20
 _DICTIONARY = 1 << 15   # deflate's window: what a piece may refer back to
@@ -62,18 +62,19 @@ class ZipCounts:
     compressed: int   # members deflated now
     hashed: int = 0   # members read to learn their sha256 (the rest were known)
     unchanged: bool = False   # the zip already held these bytes: left as it was
+    compressor: str = ""   # what deflates the members, its version and level
 
 
-def settings(level: int) -> str:
-    """Every choice that changes a stream's bytes: a kept stream is reused only under
-    the same ones."""
-    return f"deflate level {level}, pieces {PIECE}, zlib {zlib.ZLIB_RUNTIME_VERSION}"
+def settings(compressor: Compressor) -> str:
+    """Every choice that changes a stream's bytes (the compressor, its version and
+    level, the pieces): a kept stream is reused only under the same ones."""
+    return f"deflate by {compressor.settings}, pieces {PIECE}"
 
 
-def _deflate_piece(data: bytes, dictionary: bytes, last: bool, level: int) -> bytes:
-    compressor = (zlib.compressobj(level, zlib.DEFLATED, -15, zdict=dictionary)
-                  if dictionary else zlib.compressobj(level, zlib.DEFLATED, -15))
-    return compressor.compress(data) + compressor.flush(
+def _deflate_piece(data: bytes, dictionary: bytes, last: bool,
+                   compressor: Compressor) -> bytes:
+    deflater = compressor.raw_deflater(dictionary)
+    return deflater.compress(data) + deflater.flush(
         zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
 
 
@@ -96,10 +97,10 @@ _Op = _Start | Future | _End | BaseException | None
 class ZipWriter:
     """Writes `members` in order into `out` (a file open for writing and seeking)."""
 
-    def __init__(self, out: BinaryIO, level: int, streams: StreamCache | None,
+    def __init__(self, out: BinaryIO, compressor: Compressor, streams: StreamCache | None,
                  workers: int, progress: Callable[[int], object]) -> None:
         self._out = out
-        self._level = level
+        self._compressor = compressor
         self._streams = streams
         self._workers = max(1, workers)
         self._progress = progress
@@ -124,7 +125,8 @@ class ZipWriter:
                     with contextlib.suppress(queue.Empty):
                         ops.get(timeout=0.05)
         self._write_end()
-        return ZipCounts(len(members), self.reused, self.compressed, self.hashed)
+        return ZipCounts(len(members), self.reused, self.compressed, self.hashed,
+                         compressor=self._compressor.settings)
 
     # ------------------------------------------------------------ the reader thread
 
@@ -151,7 +153,8 @@ class ZipWriter:
                     for piece, dictionary, last in _pieces(member.path):
                         crc = crc32(piece, crc)
                         size += len(piece)
-                        put(pool.submit(_deflate_piece, piece, dictionary, last, self._level))
+                        put(pool.submit(_deflate_piece, piece, dictionary, last,
+                                        self._compressor))
                     put(_End(crc, size))
             put(None)
         except _Stopped:
@@ -288,7 +291,7 @@ class ZipWriter:
             crc, size = 0, 0
             for piece, dictionary, last in _pieces(op.member.path):
                 crc, size = crc32(piece, crc), size + len(piece)
-                yield _deflate_piece(piece, dictionary, last, self._level)
+                yield _deflate_piece(piece, dictionary, last, self._compressor)
             self._end = _End(crc, size)
             return
         while True:
