@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import os
 import platform as host
+import re
 import signal
 import subprocess
 import sys
@@ -74,21 +75,46 @@ def _libc() -> ctypes.CDLL:
     return libc
 
 
+def _program() -> _SockFprog:
+    arch, mmap = _ARCHES[host.machine()]
+    rules = _filter(arch, mmap)
+    program = (_SockFilter * len(rules))(*[_SockFilter(*rule) for rule in rules])
+    return _SockFprog(len(rules), program)
+
+
+def _traced_from_here(libc: ctypes.CDLL, fprog: _SockFprog) -> str:
+    """In a child, before exec: ask to be traced and install the filter ("" or what
+    failed). Async-signal-safe calls only (ctypes to libc, no allocation to speak of)."""
+    if libc.ptrace(_PTRACE_TRACEME, 0, None, None) != 0:
+        return "ptrace"
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
+            libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0):
+        return "seccomp"
+    return ""
+
+
 def tracing_unavailable() -> str:
-    """Why this machine cannot trace ("" if it can): not Linux, an architecture bundler
-    has no filter for, or ptrace refused (a container's seccomp profile, Yama scope 3)."""
+    """Why this machine cannot trace ("" if it can): not Linux, a kernel before 5.3
+    (PTRACE_GET_SYSCALL_INFO), an architecture bundler has no filter for, or ptrace or
+    the seccomp filter refused (a container's seccomp profile, Yama's ptrace_scope 3)."""
     if not sys.platform.startswith("linux"):
         return "ptrace traces Linux programs on Linux only"
     if host.machine() not in _ARCHES:
         return f"bundler has no syscall filter for {host.machine()}"
-    libc = _libc()
+    release = tuple(int(part) for part in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (5, 3):
+        return f"Linux {os.uname().release} is older than 5.3 (PTRACE_GET_SYSCALL_INFO)"
+    libc, fprog = _libc(), _program()
     pid = os.fork()
-    if pid == 0:   # the child asks to be traced, and says whether the kernel agreed
-        os._exit(0 if libc.ptrace(_PTRACE_TRACEME, 0, None, None) == 0 else 1)
+    if pid == 0:   # the child tries what a traced command's child does, and says how it went
+        os._exit({"": 0, "ptrace": 1}.get(_traced_from_here(libc, fprog), 2))
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    code = os.waitstatus_to_exitcode(status)
+    if code == 1:
         return "ptrace is not permitted here (a container's seccomp profile, or Yama's " \
                "ptrace_scope 3)"
+    if code != 0:
+        return "a seccomp filter cannot be installed here (a container's profile)"
     return ""
 
 
@@ -99,18 +125,12 @@ def trace_command(command: Sequence[str], env: Mapping[str, str], cwd: str,
     why = tracing_unavailable()
     if why:
         return Trace(traced=False, why_not=why)
-    libc = _libc()
-    arch, mmap = _ARCHES[host.machine()]
-    rules = _filter(arch, mmap)
-    program = (_SockFilter * len(rules))(*[_SockFilter(*rule) for rule in rules])
-    fprog = _SockFprog(len(rules), program)
+    libc, fprog = _libc(), _program()
 
-    def in_the_child() -> None:   # after fork, before exec: async-signal-safe calls only
-        if libc.ptrace(_PTRACE_TRACEME, 0, None, None) != 0:
-            raise OSError(ctypes.get_errno(), "PTRACE_TRACEME")
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
-                libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0):
-            raise OSError(ctypes.get_errno(), "seccomp filter")
+    def in_the_child() -> None:   # after fork, before exec
+        failed = _traced_from_here(libc, fprog)
+        if failed:
+            raise OSError(ctypes.get_errno(), failed)
 
     trace = Trace(traced=True)
     try:

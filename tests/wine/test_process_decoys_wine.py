@@ -11,10 +11,12 @@ python.exe; without Wine, verify says so (exit 2).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,27 @@ def test_a_decoy_loaded_by_a_child_process_is_seen(
     children = [p for p in report["traced_processes"] if p != parent]
     assert children and [f.lower() for f in report["foreign"]] == [
         f"{children[0]}: {decoy}".lower()], report
+
+TREE = '''\
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+time.sleep(120)
+'''
+
+
+def test_a_timeout_kills_every_process_the_debugger_saw(
+        packed: Workspace, app_python: WindowsPython) -> None:
+    app_python.start_server()
+    _script(packed, "tree.py", TREE)
+    started = time.monotonic()
+    done = _bundler(["verify", "--run", str(packed.dist), "--json", "--timeout", "15", "--",
+                     "wine", str(app_python.python_exe), "tree.py"], app_python.environ())
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["timed_out"] and report["traced"], report
+    assert time.monotonic() - started < 90
+    [said] = [p for p in report["problems"] if p.startswith("timed out: ")]
+    killed = said.rsplit("(", 1)[1].rstrip(")").split(", ")
+    assert len(killed) == 2, said   # the command's python.exe and the one it started
 
 
 @pytest.fixture(scope="module")
