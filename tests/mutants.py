@@ -722,6 +722,9 @@ MUTANTS = (
     Mutant("timeout-kills-the-child-only", "at --timeout only the command's own process is "
            "killed", TRACE_LINUX, "            pids = sorted(self.seen)\n",
            "            pids = [self.first]\n", PROCESS_DECOY_TESTS),
+    Mutant("untraced-unsaid", "verify --run passes untraced without saying so",
+           PROCESS_CHECK, '        seen = "traced" if check.traced else "reported, NOT TRACED"',
+           '        seen = "traced"', PROCESS_DECOY_TESTS),
     Mutant("timeout-unsaid", "a timeout is not a problem of its own", PROCESS_CHECK,
            "    if trace.timed_out:\n        problems.append(",
            "    if False:\n        problems.append(", PROCESS_DECOY_TESTS),

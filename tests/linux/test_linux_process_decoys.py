@@ -186,6 +186,23 @@ def test_a_timeout_kills_the_whole_tree_and_says_it_timed_out(
     assert _gone(pid), f"the grandchild {pid} still runs"
 
 
+def test_where_ptrace_is_refused_the_check_says_it_did_not_trace(
+        packed: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback judges what each process reported of itself, and never passes
+    silently: the ok line and stderr say NOT TRACED and why."""
+    import bundler.linux.process_trace as tracer
+    monkeypatch.setattr(tracer, "tracing_unavailable", lambda: "ptrace is refused (test)")
+    app, _ = packed
+    code, out, err = run_cli(capsys, "verify", "--run", app)
+    assert code == 0, err
+    assert "; reported, NOT TRACED) map 2 cuDNN/CUDA libraries" in out
+    assert "not traced: ptrace is refused (test); judged from what each process reported " \
+        "of itself" in err
+    code, report = _verify(capsys, app, "")
+    assert report["traced"] is False and report["untraced_why"] == "ptrace is refused (test)"
+
+
 def _gone(pid: int) -> bool:
     for _ in range(50):
         try:
