@@ -49,8 +49,11 @@ def assert_whole_pieces(pieces: list[bytes], payload: bytes) -> None:
 
 
 def machine_code(at_least: int) -> bytes:
-    """Real binary code: this Python's own extension modules, in name order."""
-    folder = Path(sysconfig.get_paths()["platstdlib"]) / "lib-dynload"
+    """Real binary code: this Python's own extension modules, in name order (found
+    beside _ctypes: a venv's platstdlib has no lib-dynload of its own)."""
+    spec = importlib.util.find_spec("_ctypes")
+    folder = Path(spec.origin).parent if spec and spec.origin else \
+        Path(sysconfig.get_paths()["platstdlib"]) / "lib-dynload"
     code = b""
     for library in sorted(folder.glob("*.so")):
         code += library.read_bytes()
