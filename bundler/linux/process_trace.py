@@ -173,6 +173,8 @@ class _Tracer:
         self.libc, self.trace, self.first = libc, trace, first
         self.process: dict[int, int] = {first: first}   # each traced tid -> its process
         self.seen: set[int] = {first}
+        self.attach_stop: set[int] = set()   # children whose first SIGSTOP is to come
+        self.early: set[int] = set()         # children stopped before their parent's event
         self.started = False          # the first exec stop: options set
         self.deadline = time.monotonic() + timeout
         self.timeout = timeout
@@ -235,8 +237,14 @@ class _Tracer:
                         _O_TRACEVFORK | _O_TRACECLONE | _O_TRACEEXEC | _O_TRACESECCOMP |
                         _O_EXITKILL)
             self.check_word_size(pid)
-        elif signal_number == signal.SIGSTOP and pid not in self.process:
-            pass   # a new child's attach stop
+        elif signal_number == signal.SIGSTOP and (pid in self.attach_stop or
+                                                  pid not in self.process):
+            # A new child's attach stop, before or after its parent's event: not a signal
+            # of its own (handing it on would stop the child once more).
+            if pid in self.process:
+                self.attach_stop.discard(pid)
+            else:
+                self.early.add(pid)
         else:
             deliver = signal_number   # the process's own signal: hand it on
         self.ptrace(_PTRACE_CONT, pid, 0, deliver)
@@ -249,6 +257,10 @@ class _Tracer:
             self.seen.add(child)
             if self.trace.timed_out:
                 os.kill(child, signal.SIGKILL)
+        if child in self.early:
+            self.early.discard(child)    # its attach stop came first, and is over
+        else:
+            self.attach_stop.add(child)  # it comes next
         if event == _EVENT_CLONE and _tgid(child) == tgid:
             self.process[child] = tgid    # a thread of the same process
             return
