@@ -572,6 +572,9 @@ MUTANTS = (
            "bundler/support/deflate.py",
            'return (f"isal {isal.__version__} (ISA-L {isal.ISAL_VERSION}) "',
            'return (f"isal (ISA-L) "', ZIP_LEVEL_TESTS),
+    Mutant("zip-progress-per-member", "--zip: progress is told once a member is done, not "
+           "piece by piece", ZIP_WRITER, "                if step > 0:   # progress as",
+           "                if False:   # progress as", ZIP_REUSE_TESTS),
     Mutant("zip-killed-zip-needs-zip", "a killed --zip's temporary zip is removed only by a "
            "pack of that zip", "bundler/pack/pipeline.py",
            "            remove_killed_zip(target)   # a killed --zip's, whether this pack zips "

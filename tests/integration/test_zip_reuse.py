@@ -142,6 +142,7 @@ def test_a_progress_bar_while_zipping_silent_under_json(workspace: Workspace,
                                                         tmp_path: Path) -> None:
     """On a terminal the zip's bar is drawn on stderr; with --json it is not."""
     def stderr_on_a_terminal(*more: str) -> str:
+        (tmp_path / "app.zip").unlink(missing_ok=True)   # written anew, not checked
         leader, follower = pty.openpty()   # 80 columns: a terminal of none shows no bar
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("4H", 24, 80, 0, 0))
         env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUNDLER_NO_PROGRESS")}
@@ -166,6 +167,7 @@ def test_a_progress_bar_while_zipping_silent_under_json(workspace: Workspace,
     drawn = stderr_on_a_terminal()
     assert "zipping app" in drawn, drawn
     # In full (--recheck): a pack that finds itself up to date zips nothing at all.
+    assert "zipping app" in stderr_on_a_terminal("--recheck")
     quiet = stderr_on_a_terminal("--json", "--recheck")
     assert "zipping app" not in quiet, quiet
     quiet = stderr_on_a_terminal("--quiet", "--recheck")
@@ -213,3 +215,15 @@ def test_pieces_compress_on_several_threads_into_the_same_bytes(
     assert zipped(3) == one and len(threads) == 3
     with zipfile.ZipFile(tmp_path / "3.zip") as archive:
         assert archive.read("m") == member.read_bytes()
+
+
+def test_progress_moves_piece_by_piece(tmp_path: Path) -> None:
+    """A large member's progress is told as its pieces are written (a CI log's lines
+    move during a 600 MB DLL), adding up to its size."""
+    member = tmp_path / "member.bin"
+    member.write_bytes(os.urandom(3 * zip_writer.PIECE + 12345))
+    seen: list[int] = []
+    with open(tmp_path / "m.zip", "wb") as raw:
+        zip_writer.ZipWriter(raw, zip_compressor(FAST), None, 2, seen.append).write(
+            [zip_writer.Member("m", 0o100644 << 16, str(member), member.stat().st_size)])
+    assert seen == [zip_writer.PIECE] * 3 + [12345]

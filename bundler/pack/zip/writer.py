@@ -267,7 +267,7 @@ class ZipWriter:
         member = op.member
         offset = self._entry(member, 0, 0, 0)
         digest = hashlib.sha256()
-        compressed = 0
+        compressed = shown = 0
         keeping = self._streams.new_stream() if self._streams else None
         with keeping if keeping is not None else _nothing() as kept:
             for piece in self._stream_of(op, ops):
@@ -276,9 +276,14 @@ class ZipWriter:
                     kept.write(piece)
                 digest.update(piece)
                 compressed += len(piece)
+                step = min(PIECE, member.size - shown)   # each piece but the last: PIECE
+                if step > 0:   # progress as the pieces come, not once a 600 MB DLL is done
+                    self._progress(step)
+                    shown += step
             end = self._end
             self._complete(member, offset, end.crc, compressed, end.size)
-            self._progress(end.size)
+            if end.size > shown:   # a file that grew since it was listed
+                self._progress(end.size - shown)
             if kept is not None and self._streams is not None:
                 record = StreamRecord(end.crc, end.size, compressed, digest.hexdigest())
                 self._streams.keep(kept, op.content_sha256, record)
