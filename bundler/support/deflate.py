@@ -1,11 +1,15 @@
-"""The fastest deflate decoder and CRC-32 at hand: ISA-L's (the `isal` package) where it
-is installed, else the standard library's zlib.
+"""The fastest deflate decoder, encoder and CRC-32 at hand: ISA-L's (the `isal` package)
+where it is installed, else the standard library's zlib.
 
 Inflating is most of a cold pack's work (1.78 GB of cuDNN 8.9 DLLs out of 1.16 GB of
 wheels). On NVIDIA's own cuDNN 8.9.4 wheel ISA-L inflates the same streams 2.4-2.7x
 faster than zlib and computes CRC-32 3x faster (docs/performance.md). Both decode the
 same bytes, both let go of the GIL, so lanes on several cores run at once. `isal` is a
 dependency where it publishes wheels (x86-64 and ARM64); elsewhere zlib does the work.
+
+Compressing is --zip's work: a Compressor is one engine at one level, `zip_compressor`
+reads --zip-level (fast: ISA-L's level 2, else zlib's 1; 1-9: zlib's), and its
+`settings` name what decides the stream's bytes (engine, version, level).
 """
 
 from __future__ import annotations
