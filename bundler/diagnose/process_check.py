@@ -118,8 +118,9 @@ def _bundled_python(found: FoundManifest) -> Path | None:
 
 
 def _default_command(found: FoundManifest, platform: Platform) -> list[str]:
-    """The entry script run by this Python (a folder app of this machine's platform), or
-    by the bundle's own python.exe under Wine (a Windows bundle on Linux)."""
+    """The entry script run by the bundle's own Python where it has one (an
+    embedded-python bundle's python.exe: here, or under Wine on another OS), else by this
+    Python (a folder app of this machine's platform)."""
     entry = found.manifest.bootstrap.entry
     here = this_machine()
     if not entry or not entry.endswith(".py") or not found.manifest.bootstrap.path:
@@ -127,9 +128,9 @@ def _default_command(found: FoundManifest, platform: Platform) -> list[str]:
                            "(a frozen or native app)",
                            "give the command that starts it: bundler verify --run APPDIR -- "
                            "COMMAND ...")
-    if here is not None and here.name == platform.name:
-        return [sys.executable, str(found.root / entry)]
     python = _bundled_python(found)
+    if here is not None and here.name == platform.name:
+        return [str(python or sys.executable), str(found.root / entry)]
     if python:   # an embedded-python bundle (Windows): its own python.exe, under Wine
         wine = shutil.which("wine") or shutil.which("wine64")
         if not wine:
