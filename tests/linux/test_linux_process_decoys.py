@@ -123,6 +123,21 @@ def test_a_decoy_in_a_forked_child_that_leaves_through_os_exit_is_seen(
                                  f"{app / 'cudnn' / 'libcudnn_graph.so.9'}, {decoy}"]
 
 
+def test_a_decoy_in_a_multiprocessing_pool_worker_is_seen(
+        packed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """A fork pool's worker loads the decoy; workers leave through os._exit."""
+    app, decoys = packed
+    decoy = decoys / "libcudnn.so.9"
+    code, report = _verify(capsys, app, "import ctypes, multiprocessing\n"
+                                        "def work(path):\n    ctypes.CDLL(path)\n"
+                                        "    return 0\n"
+                                        "with multiprocessing.get_context('fork').Pool(1) "
+                                        f"as pool:\n    pool.map(work, [{str(decoy)!r}])\n")
+    assert code == 1 and report["exit_code"] == 0, report
+    [worker] = {int(f.split(":")[0]) for f in report["foreign"]}
+    assert worker not in report["processes"] and report["foreign"] == [f"{worker}: {decoy}"]
+
+
 def test_a_preloaded_interposer_with_an_innocent_name_is_named(
         packed: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
