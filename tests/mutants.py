@@ -734,6 +734,10 @@ MUTANTS = (
     Mutant("run-check-foreign-passes", "verify --run: a CUDA library not from the bundle "
            "passes", PROCESS_JUDGE, "            if not module.from_bundle:\n",
            "            if False:\n", PROCESS_TESTS),
+    Mutant("windows-trace-misses-children", "the Windows debugger debugs the command's "
+           "own process only", "bundler/windows/process_trace.py",
+           "creationflags=_DEBUG_PROCESS)", "creationflags=2)",   # DEBUG_ONLY_THIS_PROCESS
+           ("tests/wine/test_process_decoys_wine.py",)),
     Mutant("windows-trace-misses-dlls", "the Windows debugger records no DLL load",
            "bundler/windows/process_trace.py", "        elif event.code == _LOAD_DLL:",
            "        elif False:", ("tests/wine/test_process_truth_wine.py",)),
