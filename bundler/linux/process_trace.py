@@ -22,6 +22,7 @@ import ctypes
 import os
 import platform as host
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -127,7 +128,10 @@ def trace_command(command: Sequence[str], env: Mapping[str, str], cwd: str,
         return Trace(traced=False, why_not=why)
     libc, fprog = _libc(), _program()
 
+    limits = _hold_more_files()
+
     def in_the_child() -> None:   # after fork, before exec
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)   # the command's own limit
         failed = _traced_from_here(libc, fprog)
         if failed:
             raise OSError(ctypes.get_errno(), failed)
@@ -153,6 +157,17 @@ def trace_command(command: Sequence[str], env: Mapping[str, str], cwd: str,
     os.write(2, bytes(out))   # the app's stdout goes to stderr: --json stays whole
     trace.output = tail(bytes(err))
     return trace
+
+
+def _hold_more_files() -> tuple[int, int]:
+    """Let bundler hold an fd to each file the command maps (an app maps hundreds, a
+    process tree more): the soft limit of open files raised towards 65536, within the
+    hard limit. Returns the limits as they were, for the command."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    return soft, hard
 
 
 def _mark_deleted(trace: Trace) -> None:
