@@ -1,17 +1,14 @@
 """Which cuDNN/CUDA API functions a library defines, whatever its name: how `verify --run`
 knows an interposer (a library preloaded under an innocent name that exports
-cudnnGetVersion wins the framework's calls) or a renamed copy. The exports are read by
-the bundle's platform (an ELF .dynsym, a DLL's export table)."""
+cudnnGetVersion wins the framework's calls) or a renamed copy. The exports themselves
+are read by the bundle's platform (an ELF .dynsym, a DLL's export table)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Iterable
 
-from bundler.errors import BundlerError
-from bundler.targets.registry import Platform
-
-__all__ = ["API_NAMES", "api_exports"]
+__all__ = ["API_NAMES", "api_names"]
 
 # cuDNN's and the CUDA libraries' C API: cudnnCreate, cublasSgemm, cudaMalloc, cuInit ...
 API_NAMES = re.compile(r"(cudnn|cublas|cufft|curand|cusparse|cusolver|cuda|nvrtc|nvJitLink"
@@ -19,13 +16,6 @@ API_NAMES = re.compile(r"(cudnn|cublas|cufft|curand|cusparse|cusolver|cuda|nvrtc
 _SHOWN = 3
 
 
-def api_exports(path: str, platform: Platform) -> tuple[str, ...]:
-    """The cuDNN/CUDA API functions `path` defines (the first few, sorted); () for none,
-    or a file that is not a library of the platform."""
-    try:
-        if not platform.is_library_file(Path(path)):
-            return ()
-        names = platform.read_library(Path(path), exports=True).exports
-    except (OSError, ValueError, BundlerError):
-        return ()
+def api_names(names: Iterable[str]) -> tuple[str, ...]:
+    """Of a library's exports, the cuDNN/CUDA API's (the first few, sorted)."""
     return tuple(sorted(n for n in set(names) if API_NAMES.match(n)))[:_SHOWN]

@@ -16,13 +16,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundler.diagnose.api_exports import api_exports
+from bundler.diagnose.api_exports import api_names
 from bundler.errors import BundlerError
 from bundler.formats.manifest import FoundManifest
+from bundler.platforms.library_facts import LibraryFacts
 from bundler.platforms.process_trace import MappedObject, Trace, sha256_of
 from bundler.targets.registry import Platform
 
-__all__ = ["MappedModule", "Judged", "judge_trace", "library_name", "counts_by_name"]
+__all__ = ["MappedModule", "Judged", "judge_trace", "library_name", "counts_by_name",
+           "read_facts"]
 
 
 @dataclass(frozen=True)
@@ -71,18 +73,22 @@ def file_name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def library_name(platform: Platform, path: str, readable: str = "") -> str:
-    """The name a load asks for: the SONAME the library declares where it declares one
-    (read from its bytes through `readable`, else `path`), else its file name."""
+def read_facts(platform: Platform, path: str, readable: str = "") -> LibraryFacts | None:
+    """What the library declares (its SONAME, its exports), read from its bytes through
+    `readable`, else `path`; None for a file that is not one of the platform's."""
     source = readable or path
     try:
         if Path(source).is_file() and platform.is_library_file(Path(source)):
-            soname = platform.read_library(Path(source)).soname
-            if soname:
-                return soname
+            return platform.read_library(Path(source), exports=True)
     except (BundlerError, OSError, ValueError):
         pass
-    return file_name(path)
+    return None
+
+
+def library_name(platform: Platform, path: str, facts: LibraryFacts | None) -> str:
+    """The name a load asks for: the SONAME the library declares where it declares one,
+    else its file name."""
+    return facts.soname if facts is not None and facts.soname else file_name(path)
 
 
 def counts_by_name(platform: Platform, name: str, bundled_names: set[str]) -> bool:
@@ -121,7 +127,8 @@ def judge_trace(found: FoundManifest, platform: Platform, trace: Trace,
 
 def _judge(bundle: _Bundle, obj: MappedObject) -> MappedModule | None:
     platform = bundle.platform
-    name = library_name(platform, obj.path, obj.readable)
+    facts = read_facts(platform, obj.path, obj.readable)   # read once, exports included
+    name = library_name(platform, obj.path, facts)
     if platform.facts().is_driver(name) or platform.facts().is_driver(file_name(obj.path)):
         return None
     digest = obj.sha256 or (_sha256(obj.readable) if _size(obj.readable) in bundle.sizes
@@ -130,7 +137,7 @@ def _judge(bundle: _Bundle, obj: MappedObject) -> MappedModule | None:
     if not (counts_by_name(platform, name, bundle.names)
             or counts_by_name(platform, file_name(obj.path), bundle.names)
             or digest.lower() in bundle.hashes):
-        exports = api_exports(obj.readable, platform) if obj.readable else ()
+        exports = api_names(facts.exports) if facts is not None else ()
         if not exports:
             return None
     digest = digest or _sha256(obj.readable)   # hashed only when it counts: big files
