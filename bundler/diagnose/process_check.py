@@ -94,8 +94,10 @@ def check_process(found: FoundManifest, command: list[str], timeout: float) -> P
         problems.append(f"the app exited with status {trace.exit_code}" + (
             f": {trace.output[-1]}" if trace.output else ""))
     if trace.timed_out:
-        problems.append(f"timed out: the app still ran after {timeout:g} s; every process "
-                        f"it started was killed ({', '.join(map(str, trace.killed))})")
+        killed = ", ".join(map(str, trace.killed))
+        problems.append(f"timed out: the app still ran after {timeout:g} s; " + (
+            f"every process it started was killed ({killed})" if trace.traced else
+            f"its session was killed ({killed}; a process that left it was not)"))
     return ProcessCheck(app=str(found.root), command=tuple(command), import_only=import_only,
                         traced=trace.traced, untraced_why=trace.why_not,
                         exit_code=trace.exit_code, timed_out=trace.timed_out,

@@ -216,6 +216,10 @@ def test_where_ptrace_is_refused_the_check_says_it_did_not_trace(
         "of itself" in err
     code, report = _verify(capsys, app, "")
     assert report["traced"] is False and report["untraced_why"] == "ptrace is refused (test)"
+    code, _, err = run_cli(capsys, "verify", "--run", app, "--timeout", "1", "--",
+                           sys.executable, "-c", "import time; time.sleep(30)")
+    assert code == 1 and "timed out: the app still ran after 1 s; its session was killed" \
+        in err
 
 
 def _gone(pid: int) -> bool:
