@@ -353,9 +353,9 @@ MUTANTS = (
            "return sorted(found, key=lambda entry: entry[1])", "return found", ZIP_TESTS),
     Mutant("zip-before-the-swap", "the zip is published before the bundle is swapped in",
            "bundler/pack/pipeline.py",
-           "compressor=zip_level)\n"
+           "for i in staged}, zip_level)\n"
            "        if zipped is not None:\n            zipped.publish()\n",
-           "compressor=zip_level)\n"
+           "for i in staged}, zip_level)\n"
            "                zipped.publish()\n", ZIP_TESTS),
     Mutant("zip-shipped-by-the-next-pack", "the folder builder copies a bundle's zip",
            "bundler/pack/builders/folder.py", "elif is_bundle_zip(folder / name):",
@@ -393,7 +393,8 @@ MUTANTS = (
            ZIP_REUSE_TESTS),
     Mutant("zip-rehashes-staged", "--zip: files the pack hashed as it staged them are read "
            "again", "bundler/pack/pipeline.py",
-           "known={str(i.path): i.sha256 for i in staged},", "known={},", ZIP_REUSE_TESTS),
+           "{str(i.path): i.sha256 for i in staged}, zip_level)", "{}, zip_level)",
+           ZIP_REUSE_TESTS),
     Mutant("zip-one-lane", "--zip: pieces are compressed on one thread", ZIP_WRITER,
            'ThreadPoolExecutor(self._workers, thread_name_prefix="zip")',
            'ThreadPoolExecutor(1, thread_name_prefix="zip")', ZIP_REUSE_TESTS),
@@ -563,8 +564,8 @@ MUTANTS = (
            'if len(level) == 1 and level in "123456789":', "if level.isdigit():",
            ZIP_LEVEL_TESTS),
     Mutant("zip-level-ignored", "--zip-level is not handed to the zip",
-           "bundler/pack/pipeline.py", "                                   compressor=zip_level)",
-           "                                   compressor=None)", ZIP_LEVEL_TESTS),
+           "bundler/pack/pipeline.py", "for i in staged}, zip_level)",
+           "for i in staged}, None)", ZIP_LEVEL_TESTS),
     Mutant("zip-level-unkeyed", "up to date: a pack at another --zip-level is not a change",
            "bundler/commands/cmd_pack.py", '               "zip_level": args.zip_level.settings,\n',
            "", ZIP_LEVEL_TESTS),

@@ -57,11 +57,10 @@ from bundler.pack.zip.output import (
     remove_killed_zip,
     write_zip,
 )
-from bundler.pack.zip.writer import ZipCounts
+from bundler.pack.zip.writer import Compressor, ZipCounts
 from bundler.recipe.folders import shipped_recipe_dir
 from bundler.recipe.load import Recipe, RuntimeFile, find_recipe
 from bundler.recipe.selection import completions
-from bundler.support.deflate import Compressor
 
 
 @dataclass(frozen=True)
@@ -106,8 +105,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
          zip_to: Path | None = None, zip_level: Compressor | None = None) -> PackResult:
     """`copy`: the bundle's runtime files are its own copies, never links into the
     store or the previous bundle. `locked`: refuse any change to the lock (CI).
-    `zip_to`: also write the bundle as a deterministic zip there (else app.zip's), by
-    `zip_level` (default: fast)."""
+    `zip_to`: also write the bundle as a deterministic zip there (else app.zip's)."""
     environ = os.environ if environ is None else environ
     policy = _lock_policy(update_lock, locked)
     refuse_locked_spec_change(spec, _old_lock(spec.lock_path), policy)   # before any work
@@ -178,10 +176,9 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             staging.replace_with_bundle(spec.lock_path, settled.data)
             if zip_path is not None:   # the staged bundle is the one swapped in next
                 zipped = write_zip(staging.folder, target.name, zip_path,
-                                   windows=recipe.target.windows_names, target=target,
-                                   streams=kept_streams(store, environ, zip_level),
-                                   known={str(i.path): i.sha256 for i in staged},
-                                   compressor=zip_level)
+                                   recipe.target.windows_names, target,
+                                   kept_streams(store, environ, zip_level),
+                                   {str(i.path): i.sha256 for i in staged}, zip_level)
         if zipped is not None:
             zipped.publish()
         if store is not None:
