@@ -89,7 +89,7 @@ def test_a_timeout_kills_every_process_the_debugger_saw(
     app_python.start_server()
     _script(packed, "tree.py", TREE)
     started = time.monotonic()
-    done = _bundler(["verify", "--run", str(packed.dist), "--json", "--timeout", "15", "--",
+    done = _bundler(["verify", "--run", str(packed.dist), "--json", "--timeout", "8", "--",
                      "wine", str(app_python.python_exe), "tree.py"], app_python.environ())
     report = json.loads(done.stdout)
     assert done.returncode == 1 and report["timed_out"] and report["traced"], report
