@@ -534,7 +534,7 @@ MUTANTS = (
            "if False:", HASHED_TESTS),
     Mutant("fresh-objects-not-marked-used", "up to date: the bundle's store objects age "
            "under the size cap", "bundler/commands/cmd_pack.py",
-           "        _mark_used(freshness.store, fresh)\n", "", UP_TO_DATE_TESTS),
+           "            _mark_used(freshness.store, fresh)\n", "", UP_TO_DATE_TESTS),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
            "bundler/commands/cmd_pack.py", "    if freshness is not None and not args.recheck:",
            "    if freshness is not None:",

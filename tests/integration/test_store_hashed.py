@@ -103,6 +103,8 @@ def test_a_stamp_not_older_than_the_clock_is_not_recorded(tmp_path: Path) -> Non
     assert hashed.remember(store, KEY, SHA, now, now[2] + 1)
     assert hashed.known(store, KEY, SHA, now) is not None
     assert hashed.known(store, KEY, SHA, (*now[:2], now[2] + 1, *now[3:])) is None
+    assert hashed.known(store, KEY, SHA, (now[0] + 1, *now[1:])) is None   # another size
+    assert hashed.known(store, KEY, SHA, (*now[:3], now[3] + 1, now[4])) is None   # file
     assert hashed.known(store, b"x" * 32, SHA, now) is None   # another key's seal
 
 
