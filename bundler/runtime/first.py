@@ -38,10 +38,11 @@ class _StandardLibraryFirst:
         if getattr(sys, "frozen", False):  # PyInstaller: no script folder to shadow
             return
         standard, top = _standard_folders()
+        self.standard = [s for s in standard if s]
         is_standard = [_key(p) in standard or (top and _key(p).startswith(top + "/"))
                        for p in self.path]
-        ahead = self.path[:is_standard.index(True)] if True in is_standard else []
-        self.ahead = [p for p in ahead if isinstance(p, str)]
+        self.ahead = [p for p in self.path[:is_standard.index(True) if True in is_standard
+                                           else 0] if isinstance(p, str)]
         self.set_aside = {name: module for name, module in self.before.items()
                           if self._of_app(getattr(module, "__file__", None))}
         for name in self.set_aside:
@@ -50,14 +51,18 @@ class _StandardLibraryFirst:
             p for p, s in zip(self.path, is_standard) if not s]
 
     def _of_app(self, file):
-        return bool(file) and any(_key(file).startswith(_key(p or ".") + "/")
-                                  for p in self.ahead)
+        """Whether `file` lies in a folder ahead of the standard library's, and not in
+        one of the standard library's (an embedded CPython may live in the app's folder)."""
+        key = _key(file)
+        return bool(file) and not any(key.startswith(s + "/") for s in self.standard) \
+            and any(key.startswith(_key(p or ".") + "/") for p in self.ahead)
 
     def __exit__(self, *exc):
         new = {name.split(".")[0] for name in sys.modules} - set(self.before)
-        if getattr(self, "ahead", None) and new:
-            from importlib.machinery import PathFinder
-            for name in [n for n in new if PathFinder.find_spec(n, self.ahead)]:
+        finder = sys.modules["_frozen_importlib_external"].PathFinder  # no import
+        for name in [n for n in new if getattr(self, "ahead", None)]:
+            spec = finder.find_spec(name, self.ahead)  # a folder without code: no shadow
+            if spec is not None and spec.origin not in (None, "namespace"):
                 for module in [m for m in sys.modules if m.split(".")[0] == name]:
                     del sys.modules[module]
         sys.path[:] = self.path

@@ -2,7 +2,9 @@
 sys.path as a regular python.exe puts it (issue 42 #8): a `json.py` and a `ctypes/`
 package beside main.py do not run while the bootstrap loads, the runtime DLLs are
 preloaded by the real ctypes, and the app's own imports afterwards get its own modules.
-tests/linux/test_bootstrap_shadows.py shows the same natively on Linux."""
+tests/linux/test_bootstrap_shadows.py shows the same natively on Linux. And the Linux
+bootstrap run on Windows says so in one line (issue 40 item 3), as the Windows one does
+on Linux."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from bundler.cli import main
+from bundler.pack.emit import inject_entry, write_bootstrap
+from bundler.targets.registry import all_platforms
 from tests.harness.packing import make_workspace
 from tests.harness.winenv import WindowsPython, require_wine
 from tests.linux.test_bootstrap_shadows import MAIN, shadowed_early, with_shadows
@@ -40,3 +44,21 @@ def test_shadows_beside_main_do_not_run_in_the_windows_bootstrap(
                            r"z:" + str(shadowed_bundle / "ctypes" / "__init__.py")
                            .replace("/", "\\").lower()], done.stdout
     assert done.stderr.count("after the bootstrap") == 2, done.stderr
+
+
+def test_a_linux_bundle_run_on_windows_says_so_in_one_line(
+        tmp_path: Path, win_python: WindowsPython) -> None:
+    require_wine()
+    (linux,) = [p for p in all_platforms() if p.os_name == "Linux"]
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.py").write_text("print('the app ran')\n")
+    inject_entry(app / "main.py")
+    write_bootstrap(app / "_cudnn_bootstrap.py", "cudnn", linux)
+    done = win_python.run([app / "main.py"], cwd=app)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "the app ran"
+    said = [line for line in done.stderr.splitlines() if line.startswith("cuDNN runtime")]
+    assert len(said) == 1 and said[0].startswith(
+        f"cuDNN runtime warning: this app's bundled CUDA runtime is for {linux.label}, but it "
+        "runs on win32 ("), done.stderr
