@@ -83,6 +83,8 @@ REFUSAL_HINT_TESTS = ("tests/integration/test_refusal_hints.py",)
 LINUX_RELEASE_TESTS = ("tests/linux/test_linux_releases.py",)
 GLIBC_TESTS = ("tests/linux/test_linux_glibc.py",)
 LINUX_DOCTOR_TESTS = ("tests/linux/test_linux_doctor.py",)
+ROWS_TESTS = ("tests/integration/test_framework_rows.py",)
+RECIPES_FOR_TESTS = ("tests/integration/test_recipes_for.py",)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,46 @@ class Mutant:
 
 
 MUTANTS = (
+    # Issue 43: the framework table's last gaps, releases chosen from the framework.
+    Mutant("tf-2-4-row-short", "TensorFlow 2.4's row lists three of its eight libraries "
+           "(init+pack made a bundle on which TF ran on the CPU)",
+           "bundler/windows/compat.toml",
+           'loads = ["cudart64_110.dll", "cublas64_11.dll", "cublasLt64_11.dll", '
+           '"cufft64_10.dll",\n         "curand64_10.dll", "cusolver64_10.dll", '
+           '"cusparse64_11.dll", "cudnn64_8.dll"]\n\n# TensorFlow 2.5.3',
+           'loads = ["cudart64_110.dll", "cublas64_11.dll", "cudnn64_8.dll"]\n\n# TensorFlow 2.5.3',
+           ROWS_TESTS),
+    Mutant("tagged-build-takes-the-plain-row", "Paddle's 2.2.2.post101 (CUDA 10.1) is judged "
+           "by the PyPI build's row (CUDA 10.2)", "bundler/platforms/driver_table.py",
+           "        if build_tag(version) != self.local:",
+           "        if self.local and build_tag(version) != self.local:", ROWS_TESTS),
+    Mutant("paddle-tag-unread", "a Paddle version tag no row has says no CUDA",
+           "bundler/frameworks/build_names.py", "    if found:\n        digits = found.group(1)",
+           "    if False:\n        digits = found.group(1)", ROWS_TESTS),
+    Mutant("hint-zips-first", "a refusal's hint and recipes --for put login-only zips before "
+           "the PyPI releases pack fetches", "bundler/frameworks/fitting.py",
+           "key=lambda r: (fetchable(r), version_tuple(r.cudnn), version_tuple(r.cuda))",
+           "key=lambda r: (version_tuple(r.cudnn), version_tuple(r.cuda))",
+           RECIPES_FOR_TESTS),
+    Mutant("hint-release-lacks-a-library", "a release whose runtime set lacks a library the "
+           "framework loads is suggested (TF 2.4: every CUDA 11 release)",
+           "bundler/frameworks/fitting.py", "        if not loads or _ships_all(release, loads):",
+           "        if True:", ROWS_TESTS),
+    Mutant("nowhere-cuda-unsaid", "a library no release ships is refused without the CUDA "
+           "that has it", "bundler/pack/app_needs.py",
+           "            ) or _nowhere(recipe, need, app_cuda, frameworks)",
+           '            ) or "no recipe bundler knows has it"', ROWS_TESTS),
+    Mutant("framework-wheel-unread", "recipes --for judges a framework by its table row, "
+           "never its wheel", "bundler/init/wheel_facts.py",
+           "    return Looked(requirement, wheel_facts(wheel, platform), wheel.name, where)",
+           '    return Looked(requirement, None, missing="unread")', RECIPES_FOR_TESTS),
+    Mutant("init-pins-by-name-only", "init judges a requirements pin by its name and row, "
+           "never its wheel (cupy-cuda12x 13.6 got cuDNN 9, which pack refuses)",
+           "bundler/init/requirements.py",
+           "    found = requested(lines, platform, [*links, *find_links], offline, "
+           "pinned_only=True)",
+           "    found = requested(lines, platform, [], True, pinned_only=True)",
+           RECIPES_FOR_TESTS),
     Mutant("build-info-call-taken", "a call in a build-info file (x = f(5)) is taken as "
            "no value, not as a file that cannot be read", "bundler/frameworks/facts.py",
            '                raise ValueError("a call")\n', "                return None\n",
@@ -135,12 +177,6 @@ MUTANTS = (
            "sys.modules (the app's own import json gets the standard one)",
            "bundler/runtime/first.py", "                    del sys.modules[module]",
            "                    pass", SHADOW_TESTS),
-    Mutant("stdlib-in-app-set-aside", "the bootstrap's guard takes the standard library of "
-           "an embedded CPython inside the app's folder for the app's modules",
-           "bundler/runtime/first.py",
-           'return bool(file) and not any(key.startswith(s + "/") for s in self.standard) \\',
-           'return bool(file) and not any(False for s in self.standard) \\',
-           ("tests/wine/test_embedded_python_wine.py",)),
     Mutant("wrong-os-silent", "a bundle run on another OS does nothing and says nothing",
            "bundler/runtime/activation.py",
            "        _not_for_this_os()  # nothing of it can load here: said, not silent",
@@ -194,7 +230,12 @@ MUTANTS = (
            "reason = fits(framework, cuda, cudnn)", "reason = None", FACTS_TESTS),
     # Paddle 2.5-2.6 loads nvjpeg64_11.dll by name: the CUDA 11 runtime set ships it.
     Mutant("paddle-nvjpeg-unlisted", "the Paddle 2.5-2.6 row does not list nvjpeg64_11.dll",
-           "bundler/windows/compat.toml", '"cusparse64_11.dll", "nvjpeg64_11.dll"]',
+           "bundler/windows/compat.toml",
+           'below = "2.7"\ncuda = "11.8"\ncudnn = "8.6.0"\nloads = ["cublas64_11.dll", '
+           '"cudnn64_8.dll", "cufft64_10.dll", "cusolver64_11.dll",\n         '
+           '"cusparse64_11.dll", "nvjpeg64_11.dll"]',
+           'below = "2.7"\ncuda = "11.8"\ncudnn = "8.6.0"\nloads = ["cublas64_11.dll", '
+           '"cudnn64_8.dll", "cufft64_10.dll", "cusolver64_11.dll",\n         '
            '"cusparse64_11.dll"]', INIT_FITS_TESTS),
     Mutant("cuda11-nvjpeg-by-default", "the CUDA 11 cuDNN 8.9.4 recipe ships nvJPEG to "
            "every app", "recipes/cudnn-8.9.4.25-cuda11-win-x64.toml",
@@ -540,7 +581,7 @@ MUTANTS = (
            "if False:", HASHED_TESTS),
     Mutant("fresh-objects-not-marked-used", "up to date: the bundle's store objects age "
            "under the size cap", "bundler/commands/cmd_pack.py",
-           "            _mark_used(freshness.store, fresh)\n", "", UP_TO_DATE_TESTS),
+           "        _mark_used(freshness.store, fresh)\n", "", UP_TO_DATE_TESTS),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
            "bundler/commands/cmd_pack.py", "    if freshness is not None and not args.recheck:",
            "    if freshness is not None:",
@@ -622,7 +663,7 @@ MUTANTS = (
            "bundler/init/choice.py", "key=lambda r: (r.name in have, _fetchable(r))",
            "key=lambda r: r.name in have", INIT_FITS_TESTS),
     Mutant("cuda-name-unread", "a build's name (cupy-cuda101) says no CUDA",
-           "bundler/frameworks/facts.py",
+           "bundler/frameworks/build_names.py",
            "    found = _CUDA_IN_NAME.match(normalize(distribution))\n",
            "    found = None\n", INIT_FITS_TESTS),
     Mutant("init-outside-toolkit-first", "init: a toolkit beside the project counts as "
@@ -650,8 +691,8 @@ MUTANTS = (
            "bundler/init/writer.py", '        text.encode("utf-8")\n',
            '        text.encode("utf-8", "surrogateescape")\n', INIT_FITS_TESTS),
     Mutant("init-requirements-unread", "init: requirements.txt pins name no framework",
-           "bundler/init/requirements.py", "if row is not None or named_cuda:",
-           "if False:", INIT_FITS_TESTS),
+           "bundler/init/requirements.py", "    lines, links = lines_of([str(path)])",
+           "    lines, links = [], []", INIT_FITS_TESTS),
     Mutant("init-never-embedded", "init: never the embedded-python builder",
            "bundler/init/command.py",
            'if asked == "folder" or (asked is None and requirements is None):', "if True:",

@@ -31,6 +31,12 @@ def add_parser(commands: argparse._SubParsersAction,
                    "spec is for, where the app's binaries do not tell (an app of scripts and a "
                    "requirements file) or hold two platforms' (default: the platform of the "
                    "app's GPU libraries, else of its requirements or scripts, else win-x64)")
+    p.add_argument("--find-links", action="append", default=[], metavar="DIR",
+                   help="a folder of framework wheels: the GPU frameworks the requirements "
+                   "pin are read from their wheels (here, the requirements' own --find-links "
+                   "folders, the wheel cache, else fetched with pip into it)")
+    p.add_argument("--offline", action="store_true", help="fetch no framework wheel: "
+                   "those not found are judged by bundler's framework table alone")
     return p
 
 

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from bundler.commands.options import add_json
-from bundler.errors import EXIT_OK, RecipeError, RefusedError
+from bundler.commands.recipes_for import add_options, framework_query, run_for
+from bundler.errors import EXIT_OK, RecipeError, RefusedError, SpecError
 from bundler.pack.signatures import ladder
 from bundler.recipe.load import Recipe, find_recipe, shipped_recipes
 from bundler.recipe.selection import completions
@@ -22,17 +23,29 @@ def add_parser(commands: argparse._SubParsersAction,
                             "CUDA and platform, and the release families. With a family "
                             "(cudnn9) or a version prefix (9.1): the releases it has. With "
                             "a name: its sources (and how each is trusted), components (what "
-                            "each requires) and driver minimum.")
+                            "each requires) and driver minimum. With --for FRAMEWORK[==VERSION] "
+                            "...: the releases that serve them (bundler recipes onnxruntime-gpu"
+                            "==1.20.0 says the same).")
     r.add_argument("name", nargs="?", metavar="NAME",
                    help="a recipe or release name (cudnn-9.1.0.70-cuda12-win-x64), a family "
                    "(cudnn9), a version prefix (9.1), or a recipe file")
     r.add_argument("--write", metavar="FILE", help="with NAME: write the recipe to FILE, to "
                    "edit (e.g. to pair other CUDA wheels) and name in a spec")
     add_json(r, "print the recipe(s) as JSON")
+    add_options(r)
     return r
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.for_:
+        if args.name:
+            raise SpecError(f"NAME {args.name} and --for: give one", "bundler recipes "
+                            "--for FRAMEWORK[==VERSION] ... lists the releases serving them")
+        return run_for(args.for_, args)
+    if args.name and not args.write and framework_query(args.name, args.platform) \
+            and matching_releases(args.name) is None and not Path(args.name).is_file() \
+            and not args.name.startswith("cudnn-"):
+        return run_for([args.name], args)   # `bundler recipes onnxruntime-gpu==1.20.0`
     if args.name and not args.write:
         releases = matching_releases(args.name)
         if releases is not None and not find_release(args.name):

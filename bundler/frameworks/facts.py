@@ -31,8 +31,7 @@ The API (pack's app scan, `bundler init` and `bundler doctor` call it):
 - `fits(facts, cuda, cudnn) -> str | None`: None when a runtime of that CUDA ("12",
   "11.8", "10.1") and cuDNN ("9.1.0.70") version serves the framework, else the reason,
   naming the framework, the file (or table row) that says so and the minimum;
-- `fitting_releases(frameworks, platform_suffix)`: catalogue releases that serve them all,
-  newest first (for refusals' hints);
+- `fitting_releases(frameworks, platform_suffix)`: the releases that serve them all;
 - `refuse_unfit(frameworks, runtime, cuda, cudnn, platform_suffix)`: pack's refusal (exit
   2) of a runtime that does not serve a framework, or of a build-info file it cannot read,
   naming the framework, the file, the minimum and releases that fit.
@@ -54,19 +53,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bundler.errors import CheckError
+from bundler.frameworks.build_names import cuda_in_name as cuda_in_name
+from bundler.frameworks.build_names import cuda_named
+from bundler.frameworks.fitting import fitting_hint, serving
 from bundler.frameworks.installed import installed
 from bundler.platforms.driver_table import CompatFacts as DriverTable
-from bundler.platforms.driver_table import FrameworkEntry, build_tag, version_tuple
-from bundler.releases.catalogue import Release, catalogue_releases
+from bundler.platforms.driver_table import FrameworkEntry, version_tuple
+from bundler.releases.catalogue import Release
 from bundler.support.regular_files import read_bounded
 from bundler.support.wheel_names import normalize
 
 _MAX_FILE_BYTES = 1 << 20   # the files are a few kB; a larger one is not theirs
 _TF_SUFFIX = re.compile(r"^64_(\d+)$")   # TensorFlow's Windows figures: "64_112", "64_8"
-# Builds named for their CUDA: cupy-cuda101, cupy-cuda11x, mxnet-cu101 (normalized names)
-_CUDA_IN_NAME = re.compile(r"^(?:cupy_cuda|mxnet_cu)(\d{2,3})(x?)$")
-_RENDERED = 12   # fitting releases checked for the libraries before giving up
-_PADDLE_TAG = re.compile(r"^post(\d{3})$")   # Paddle's CUDA builds: 2.2.2.post112 (11.2)
 
 
 @dataclass(frozen=True)
@@ -144,37 +142,10 @@ def same_cuda_family(built: str, runtime: str) -> bool:
 
 
 def fitting_releases(frameworks: Sequence[FrameworkFacts], platform_suffix: str,
-                     count: int = 3) -> list[Release]:
-    """Catalogue releases of that platform that serve every framework (`fits`) and ship
-    every library their files and table rows say they load: those pack fetches itself
-    (NVIDIA's PyPI wheel, as init picks) newest first, then NVIDIA's login-only zips
-    newest first. A yanked wheel's release and a development build are none."""
-    fitting = [r for r in catalogue_releases() if r.platform == platform_suffix
-               and ".dev" not in r.cudnn and not (r.wheel is not None and r.wheel.yanked)
-               and all(fits(f, r.cuda, r.cudnn) is None for f in frameworks)]
-    fitting.sort(key=lambda r: (fetchable(r), version_tuple(r.cudnn), version_tuple(r.cuda)),
-                 reverse=True)
-    loads = {name for f in frameworks if f.gpu_build and not f.ships_own_runtime
-             for name in (*f.loads, *(f.row.loads if f.row else ()))}
-    found: list[Release] = []
-    for release in fitting[:_RENDERED] if loads else fitting:
-        if not loads or _ships_all(release, loads):
-            found.append(release)
-        if len(found) == count:
-            break
-    return found
-
-
-def fetchable(release: Release) -> bool:
-    """NVIDIA publishes it as a PyPI wheel, which pack fetches itself (a zip of NVIDIA's
-    developer site needs the user's login)."""
-    return release.wheel is not None and not release.wheel.yanked
-
-
-def _ships_all(release: Release, names: Iterable[str]) -> bool:
-    from bundler.recipe.load import find_recipe  # rendering needs the recipe layer
-    recipe = find_recipe(release.name, Path.cwd())
-    return all(recipe.supplier_of(name) is not None for name in names)
+                     count: int | None = 3) -> list[Release]:
+    """Catalogue releases that serve every framework and ship what they load, fetchable
+    ones first (bundler/frameworks/fitting.py)."""
+    return serving(frameworks, platform_suffix, count, fits)
 
 
 def refuse_unfit(frameworks: Sequence[FrameworkFacts], runtime: str, cuda: str, cudnn: str,
@@ -191,24 +162,7 @@ def refuse_unfit(frameworks: Sequence[FrameworkFacts], runtime: str, cuda: str, 
     if not reasons:
         return
     raise CheckError(f"{runtime} does not fit the app: {'; '.join(reasons)}",
-                     fitting_hint(frameworks, platform_suffix))
-
-
-def fitting_hint(frameworks: Sequence[FrameworkFacts], platform_suffix: str) -> str:
-    """The releases that fit, said with how each is had (pack fetches a PyPI wheel; a zip
-    is a download behind NVIDIA's login); or that none does."""
-    releases = fitting_releases(frameworks, platform_suffix)
-    wheels = [r.name for r in releases if fetchable(r)]
-    zips = [r.name for r in releases if not fetchable(r)]
-    said = ([f"{', '.join(wheels)} (NVIDIA's PyPI wheel{'s' if len(wheels) > 1 else ''}: "
-             f"pack fetches {'them' if len(wheels) > 1 else 'it'})"] if wheels else []) + \
-        ([f"{', '.join(zips)} (NVIDIA's zip{'s' if len(zips) > 1 else ''}: a download behind "
-          "NVIDIA's login, given in [sources])"] if zips else [])
-    if said:
-        return f"use a release that fits: {'; '.join(said)} (bundler recipes --for lists more)"
-    titles = ", ".join(f.title for f in frameworks)
-    return (f"no release bundler knows serves {titles} (its CUDA, its cuDNN and every library "
-            "it loads)" + (": pack them as separate apps" if len(frameworks) > 1 else ""))
+                     fitting_hint(frameworks, fitting_releases(frameworks, platform_suffix)))
 
 
 def read_frameworks(root: Path, folders: Iterable[Path],
@@ -235,35 +189,6 @@ def read_frameworks(root: Path, folders: Iterable[Path],
     return tuple(found[k] for k in sorted(found))
 
 
-def cuda_named(distribution: str, version: str) -> tuple[str, str]:
-    """(the CUDA a build names itself for, what names it): its distribution name
-    (cuda_in_name), else Paddle's version tag ("2.2.2.post101": CUDA 10.1, "its version
-    tag post101"; a tag the table has no row for is judged by it, not taken for the PyPI
-    build); ("", "") where neither does. Its own build-info file, read after, wins."""
-    named = cuda_in_name(distribution)
-    if named:
-        return named, f"its name {distribution}"
-    tag = build_tag(version)
-    found = _PADDLE_TAG.match(tag) if normalize(distribution) == "paddlepaddle_gpu" else None
-    if found:
-        digits = found.group(1)
-        return f"{digits[:-1]}.{digits[-1]}", f"its version tag {tag}"
-    return "", ""
-
-
-def cuda_in_name(distribution: str) -> str:
-    """The CUDA a build names itself for, where its distribution name is the only place
-    that says it (cupy-cuda101 9.6 ships no _wheel.json): "10.1", "11" (cupy-cuda11x),
-    "11.2" (mxnet-cu112); "" for any other name. Its own file, read after, wins."""
-    found = _CUDA_IN_NAME.match(normalize(distribution))
-    if not found:
-        return ""
-    digits, any_minor = found.groups()
-    if any_minor:
-        return digits
-    return f"{digits[:-1]}.{digits[-1]}"
-
-
 def frameworks_in(root: Path, table: DriverTable,
                   leave_out: Callable[[Path, list[str]], Container[str]] | None = None
                   ) -> tuple[FrameworkFacts, ...]:
@@ -278,6 +203,12 @@ def frameworks_in(root: Path, table: DriverTable,
         dirs[:] = [d for d in dirs if d not in left]
         folders |= {here for d in dirs if d.endswith((".dist-info", ".egg-info"))}
     return read_frameworks(root, sorted(folders), table)
+
+
+def build_info_member(distribution: str) -> str:
+    """The build-info file of a framework bundler reads, as installed ("" for none)."""
+    reader = _READERS.get(_family_of(distribution))
+    return reader[0] if reader else ""
 
 
 def _inside(path: Path, root: Path) -> str:

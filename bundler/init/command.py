@@ -55,7 +55,8 @@ def init(args: argparse.Namespace) -> int:
     platform, said = _platform(args.platform, args.builder, app, spec.parent, entry)
     build = _build(args.builder, app, spec.parent, entry, platform)
     build = replace(build, platform=f"platform {platform.release_suffix}, {said}")
-    pinned = pinned_frameworks(build.requirements, platform.driver_table()) \
+    pinned = pinned_frameworks(build.requirements, platform,
+                               [Path(f) for f in args.find_links], args.offline) \
         if build.requirements is not None else None
     build = replace(build, unknown=pinned.unknown) if pinned else build
     around = nearby(spec.parent, app)

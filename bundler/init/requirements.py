@@ -2,32 +2,30 @@
 dependencies are not installed in its folder (no site-packages: pack installs them, with
 the embedded-python builder).
 
-A pin (`onnxruntime-gpu==1.20.0`, `cupy-cuda101==9.6.0`) names a framework release whose
-figures bundler knows without its files: the framework table's row for that release
-(bundler/windows/compat.toml: CUDA, cuDNN minimum, the libraries it loads by name) or the
-CUDA its distribution name or version tag carries (facts.cuda_named). A pinned GPU
-framework with neither is named, so the spec says what is not known. Options (`-r`,
-`--index-url`), markers and ranges are not read: only exact pins name a release.
+A pin (`onnxruntime-gpu==1.20.0`, `cupy-cuda12x==13.6.0`) of a GPU framework bundler
+knows names a release whose figures are read from its wheel without installing it, as
+`bundler recipes --for` reads them (init/requested.py: its build-info file, and the
+framework table's row for the release; where no wheel can be had, the row alone, or the
+CUDA its name or version tag carries). A pinned GPU framework with neither is named, so
+the spec says what is not known. Markers and ranges are not read: only exact pins name
+a release; the file's --find-links folders are looked in for the wheels.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bundler.frameworks.facts import FrameworkFacts, cuda_named
+from bundler.frameworks.facts import FrameworkFacts
+from bundler.init.requested import lines_of, requested
 from bundler.pack.requirement_files import read_requirements
-from bundler.platforms.driver_table import CompatFacts as DriverTable
-from bundler.support.wheel_names import normalize, wheel_name
+from bundler.support.wheel_names import wheel_name
 from bundler.targets.registry import Platform, platform_for_wheel_tag
 
 REQUIREMENTS = "requirements.txt"
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([A-Za-z0-9.!+_-]+)")
-# GPU frameworks whose needs bundler reads from their installed files: pinned but not
-# installed, they are named when no table row knows the release.
-_GPU_FRAMEWORKS = {"paddlepaddle_gpu", "tensorflow", "tensorflow_gpu", "onnxruntime_gpu"}
 # Folders that hold installed packages: an app with one is packed as it is (folder).
 _SITE = ("site-packages", "dist-packages")
 _SITE_DEPTH = 4
@@ -41,7 +39,8 @@ class Pinned:
 
     path: Path
     frameworks: tuple[FrameworkFacts, ...]   # releases whose figures bundler knows
-    unknown: tuple[str, ...]                 # "paddlepaddle-gpu 2.6.2": no figures
+    unknown: tuple[str, ...]                 # "paddlepaddle-gpu 2.6.2: no wheel ...": none
+    said: tuple[tuple[str, str], ...] = ()   # (title, where its figures come from)
 
 
 def find_requirements(app: Path, spec_folder: Path) -> Path | None:
@@ -75,26 +74,14 @@ def has_site_packages(app: Path) -> bool:
     return False
 
 
-def pinned_frameworks(path: Path, table: DriverTable) -> Pinned:
-    """The GPU frameworks `path` pins exactly, with what bundler knows of each release."""
-    text = read_requirements(path).decode("utf-8", errors="replace")
-    known: list[FrameworkFacts] = []
-    unknown: list[str] = []
-    seen: set[str] = set()
-    for line in text.splitlines():
-        found = _PIN.match(line.split(" #")[0].strip())
-        if not found or normalize(found.group(1)) in seen:
-            continue
-        name, version = found.groups()
-        seen.add(normalize(name))
-        row = table.framework_entry(name, version)
-        named_cuda, named_by = cuda_named(name, version)
-        if row is not None or named_cuda:
-            known.append(FrameworkFacts(name, version, row=row, cuda=named_cuda,
-                                        file=named_by))
-        elif normalize(name) in _GPU_FRAMEWORKS:
-            unknown.append(f"{name} {version}")
-    return Pinned(path, tuple(known), tuple(unknown))
+def pinned_frameworks(path: Path, platform: Platform, find_links: Sequence[Path] = (),
+                      offline: bool = False) -> Pinned:
+    """The GPU frameworks `path` pins exactly, each read from its wheel as `bundler
+    recipes --for` reads it (init/requested.py: --find-links folders, the file's
+    own, the wheel cache, else pip; its table row where no wheel can be had)."""
+    lines, links = lines_of([str(path)])
+    found = requested(lines, platform, [*links, *find_links], offline, pinned_only=True)
+    return Pinned(path, found.frameworks, found.unknown, found.said)
 
 
 def platform_in_requirements(path: Path) -> tuple[Platform, str] | None:

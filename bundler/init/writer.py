@@ -126,9 +126,9 @@ def render(command: str, name: str, app: Path, spec_folder: Path, entry: EntryGu
     lines += _comment(f"recipe: {'; '.join(choice.why)}")
     for pinned in build.unknown:
         lines += _comment(f"TO DECIDE: {pinned} is pinned in the requirements, and "
-                          "bundler knows no figures for that release without its installed "
-                          "files: check the recipe serves it (its build-info file names the "
-                          "CUDA and cuDNN it was built with)")
+                          "bundler knows no figures for that release without its wheel or "
+                          "installed files: check the recipe serves it (its build-info file "
+                          "names the CUDA and cuDNN it was built with)")
     lines.append(f"recipe = {toml_string(choice.recipe.name)}")
     lines += _components(choice)
     lines += _unsigned(inputs)

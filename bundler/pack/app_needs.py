@@ -236,7 +236,7 @@ def _nowhere(recipe: Recipe, need: Need, app_cuda: set[int] | None,
     having = [s.cuda for s in sets.values() if any(
         key(PurePosixPath(f.split(":", 1)[-1]).name) == key(need.dll)
         for c in s.tables.get("components", {}).values() for f in c.get("files", ()))]
-    cuda = str(max(app_cuda)) if app_cuda else recipe.cuda.split(".")[0]
+    cuda = str(max(app_cuda) if app_cuda else recipe.cuda_major)
     ours = sets.get(cuda)
     built = next((f.cuda_needed() for f in frameworks if f.title == need.by
                   and f.cuda_needed()[0]), ("", ""))

@@ -73,10 +73,12 @@ def test_ort_1_14_gets_the_newest_release_bundler_fetches_not_a_login_only_zip(
     assert ("onnxruntime-gpu 1.14.1: CUDA 11.6 (Lib/site-packages/onnxruntime/capi/"
             "version_info.py), cuDNN 8.5.0.96 or newer" in said)
     assert "newer: cudnn-8.9.7.29-cuda11-win-x64, NVIDIA's zip only" in said
-    # The file's minimum rules out older cuDNN 8 builds: 8.4 would be refused by pack.
+    # The file's figure decides: a release no table row covers (1.40.0; the 1.14 row lists
+    # cudnn64_8.dll among the libraries it loads), cuDNN 9 for CUDA 11.
     (tmp_path / "app.spec").unlink()
-    (tmp_path / "app" / "Lib" / "site-packages" / ORT_INFO).write_text(
-        'use_cuda = True\ncuda_version = "11.6"\ncudnn_version = "9"\n')
+    shutil.rmtree(tmp_path / "app")
+    installed(tmp_path / "app", "onnxruntime-gpu", "1.40.0", ORT_INFO,
+              'use_cuda = True\ncuda_version = "11.6"\ncudnn_version = "9"\n')
     assert init(capsys, tmp_path / "app")[0] == 0
     recipe = written(tmp_path / "app.spec")["runtime"]["recipe"]
     assert recipe.startswith("cudnn-9.") and recipe.endswith("-cuda11-win-x64")
@@ -217,7 +219,7 @@ def test_requirements_pins_choose_the_recipe_and_the_embedded_python_builder(
     (app / "main.py").write_text("import onnxruntime\n")
     (app / "requirements.txt").write_text("onnxruntime-gpu==1.20.0  # the model server\n"
                                           "numpy>=1.24\n")
-    code, out, err = init(capsys, app)
+    code, out, err = init(capsys, app, "--offline")
     assert code == 0, err
     assert "builder embedded-python: the app ships with its own CPython (chosen because" \
         in out
@@ -232,7 +234,7 @@ def test_requirements_pins_choose_the_recipe_and_the_embedded_python_builder(
 
     # --builder folder keeps the folder builder; an installed app is not re-installed.
     (tmp_path / "app.spec").unlink()
-    assert init(capsys, app, "--builder", "folder")[0] == 0
+    assert init(capsys, app, "--offline", "--builder", "folder")[0] == 0
     assert load_spec(tmp_path / "app.spec").builder == "folder"
     (tmp_path / "app.spec").unlink()
     dist_info(app / "Lib" / "site-packages", "numpy", "1.26.4")
@@ -250,7 +252,7 @@ def test_a_pinned_paddle_gets_cudnn_8_at_its_minimum_for_cuda_11(
     app.mkdir()
     (app / "main.py").write_text("import paddle\n")
     (tmp_path / "requirements.txt").write_text("paddlepaddle-gpu==2.6.2\npaddleocr\n")
-    code, _, err = init(capsys, app)
+    code, _, err = init(capsys, app, "--offline")
     assert code == 0, err
     data = written(tmp_path / "app.spec")
     assert data["runtime"]["recipe"] == "cudnn-8.9.5.29-cuda11-win-x64"
@@ -261,7 +263,7 @@ def test_a_pinned_paddle_gets_cudnn_8_at_its_minimum_for_cuda_11(
     (tmp_path / "app.spec").unlink()
     (tmp_path / "requirements.txt").write_text("paddlepaddle-gpu==2.6.2\n"
                                                "onnxruntime-gpu==1.20.0\n")
-    code, out, err = init(capsys, app)
+    code, out, err = init(capsys, app, "--offline")
     assert code == 0, err
     said = comments((tmp_path / "app.spec").read_text())
     assert "recipe: TO DECIDE: no cuDNN release bundler knows" in said
@@ -274,10 +276,12 @@ def test_an_unknown_pinned_framework_is_left_to_decide(
     app.mkdir()
     (app / "main.py").write_text("print('hi')\n")
     (tmp_path / "requirements.txt").write_text("tensorflow==9.99.0\n")
-    code, out, err = init(capsys, app)
+    code, out, err = init(capsys, app, "--offline")
     assert code == 0, err
-    assert "TO DECIDE: tensorflow 9.99.0 is pinned in the requirements" in comments(
-        (tmp_path / "app.spec").read_text())
+    said = comments((tmp_path / "app.spec").read_text())
+    assert "TO DECIDE: tensorflow 9.99.0 (no wheel: no --find-links folder or the wheel " \
+        "cache holds it; --offline fetches nothing; no row of bundler's framework table) " \
+        "is pinned in the requirements" in said, said
     assert "TO DECIDE in the spec need your answer" in out
 
 

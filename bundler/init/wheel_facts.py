@@ -1,0 +1,223 @@
+"""What a GPU framework release says it needs, read from its wheel without installing it:
+`bundler recipes --for` and `bundler init` from a requirements file use it.
+
+A requirement (`onnxruntime-gpu==1.20.0`, `paddlepaddle-gpu`) names the target
+platform's wheel, found, in this order, in a --find-links folder (a file whose name,
+version and platform tag fit), in bundler's wheel cache (`<cache>/frameworks/`, where an
+earlier look left it), else downloaded with pip (`pip download --no-deps
+--only-binary=:all: --platform TAG --python-version V`, the newest CPython that has one
+first) into that cache; never with `offline`. Of the wheel only its METADATA and the
+framework's build-info file are read (each at most 1 MiB), laid out as pip installs them
+in a private temporary folder and read by facts.read_frameworks: the same readers, rules
+and hostile-file checks as an installed app, and the framework table's row for the
+release on top. Nothing in the wheel is imported or run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+from bundler.errors import SourceError
+from bundler.frameworks.facts import FrameworkFacts, build_info_member, read_frameworks
+from bundler.pack.sources.fetch import cache_root
+from bundler.platforms.api import Platform
+from bundler.platforms.driver_table import version_tuple
+from bundler.support.wheel_names import normalize, wheel_name
+
+_MAX_MEMBER = 1 << 20
+_FOLDER = "frameworks"   # in the wheel cache: the framework wheels looked at
+# CPython versions asked for, newest first: framework wheels are built per CPython (TF
+# 2.4 has cp36-cp38, onnxruntime-gpu 1.31 cp311 on); the first pip has a wheel for wins.
+PYTHONS = ("3.13", "3.12", "3.11", "3.10", "3.9", "3.8", "3.7")
+_REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")
+_PIN = re.compile(r"^===?\s*([A-Za-z0-9.!+_-]+)$")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    name: str
+    spec: str            # "==1.20.0", ">=2.5", "" (any)
+    line: str            # as given
+
+    @property
+    def pinned(self) -> str:
+        """The exact version an `==` pin names, else ""."""
+        found = _PIN.match(self.spec.strip())
+        return found.group(1) if found else ""
+
+
+def parse_requirement(line: str) -> Requirement | None:
+    """A requirement line's name and version spec (markers after ';' dropped); None for
+    an option line (-r, --find-links), a path or URL."""
+    text = line.split(" #")[0].split(";")[0].strip()
+    if not text or text.startswith(("-", ".", "/")) or "://" in text or "@" in text:
+        return None
+    found = _REQUIREMENT.match(text)
+    if not found or found.group(1).lower().endswith(".whl"):
+        return None
+    return Requirement(found.group(1), found.group(2).replace(" ", ""), line.strip())
+
+
+@dataclass(frozen=True)
+class Looked:
+    """One framework requirement's wheel and what it says, or why there is none."""
+
+    requirement: Requirement
+    facts: FrameworkFacts | None
+    wheel: str = ""       # the wheel's file name
+    where: str = ""       # "find-links folder x", "the wheel cache", "fetched with pip"
+    missing: str = ""     # why no wheel was read
+
+
+def look_up(requirement: Requirement, platform: Platform, find_links: Sequence[Path],
+            offline: bool, environ: Mapping[str, str] = os.environ) -> Looked:
+    """The wheel of `requirement` for `platform` and the facts it holds."""
+    wheel, where = _local(requirement, platform, find_links, environ)
+    if wheel is None and not offline:
+        wheel, where = _download(requirement, platform, environ), "fetched with pip"
+    if wheel is None:
+        ways = ("no --find-links folder or the wheel cache holds it; --offline fetches "
+                "nothing") if offline else f"pip found no {platform.release_suffix} wheel of it"
+        return Looked(requirement, None, missing=ways)
+    return Looked(requirement, wheel_facts(wheel, platform), wheel.name, where)
+
+
+def wheel_facts(wheel: Path, platform: Platform) -> FrameworkFacts | None:
+    """The facts of the framework in `wheel` (its METADATA and build-info file, unpacked
+    into a temporary folder, read as installed); None if bundler knows no such
+    framework. SourceError for a file that is no readable wheel."""
+    with tempfile.TemporaryDirectory(prefix="bundler-wheel-") as tmp:
+        site = Path(tmp) / "site-packages"
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                names = archive.namelist()
+                metadata = next((n for n in names if re.fullmatch(
+                    r"[^/]+\.dist-info/METADATA", n)), None)
+                if metadata is None:
+                    raise SourceError(f"{wheel}: no .dist-info/METADATA in it, so no wheel",
+                                      "give the framework's wheel as pip downloads it")
+                _extract(archive, metadata, site / metadata)
+                distribution = _metadata_name(site / metadata)
+                member = build_info_member(distribution)
+                if member:
+                    for name in names:
+                        if _installed_path(name) == member:
+                            _extract(archive, name, site / member)
+                            break
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise SourceError(f"{wheel}: not a readable wheel ({exc})",
+                              "delete it (a partial download?) and look again") from None
+        found = read_frameworks(site, [site], platform.driver_table())
+        if not found:
+            return None
+        facts = found[0]
+        # the file is the wheel's: say so, as "x.whl: onnxruntime/capi/version_info.py"
+        if facts.file and not facts.file.startswith("its "):
+            said = facts.file.removeprefix("site-packages/")
+            return replace(facts, file=f"{wheel.name}: {said}")
+        return facts
+
+
+def _extract(archive: zipfile.ZipFile, member: str, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with archive.open(member) as source:
+        data = source.read(_MAX_MEMBER + 1)
+    target.write_bytes(data[:_MAX_MEMBER + 1])   # an oversized file stays oversized
+
+
+def _metadata_name(path: Path) -> str:
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.lower().startswith("name:"):
+            return line.split(":", 1)[1].strip()
+        if not line.strip():
+            break
+    return ""
+
+
+def _installed_path(member: str) -> str:
+    """Where pip installs a wheel member: `x.data/purelib/a/b` and `x.data/platlib/a/b`
+    at the top of site-packages, as `a/b`."""
+    parts = PurePosixPath(member).parts
+    if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
+        return "/".join(parts[2:])
+    return member
+
+
+def _fits(file_name: str, requirement: Requirement, platform: Platform) -> bool:
+    name = wheel_name(file_name)
+    if name is None or normalize(name.distribution) != normalize(requirement.name):
+        return False
+    if not any(re.fullmatch(platform.wheel_tags, t) for t in name.platforms):
+        return False
+    pinned = requirement.pinned
+    return not pinned or name.version == pinned or \
+        version_tuple(name.version) == version_tuple(pinned) and "+" not in pinned \
+        and _tag(name.version) == _tag(pinned)
+
+
+def _tag(version: str) -> str:
+    return version.split("+", 1)[1] if "+" in version else version.rpartition(".post")[2] \
+        if ".post" in version else ""
+
+
+def _local(requirement: Requirement, platform: Platform, find_links: Iterable[Path],
+           environ: Mapping[str, str]) -> tuple[Path | None, str]:
+    """The newest fitting wheel in a find-links folder, else in the wheel cache (only
+    for an exact pin or no version at all: a range is pip's to resolve)."""
+    places = [(folder, f"find-links folder {folder}") for folder in find_links]
+    if requirement.pinned or not requirement.spec:
+        places.append((cache_root(environ) / _FOLDER, "the wheel cache"))
+    for folder, where in places:
+        try:
+            found = [p for p in folder.iterdir() if p.is_file()
+                     and _fits(p.name, requirement, platform)]
+        except OSError:
+            continue
+        if found:
+            return max(found, key=lambda p: version_tuple(
+                wheel_name(p.name).version)), where   # type: ignore[union-attr]
+    return None, ""
+
+
+def _download(requirement: Requirement, platform: Platform,
+              environ: Mapping[str, str]) -> Path | None:
+    """pip download of the requirement's wheel for the platform into the wheel cache;
+    None when no CPython pip is asked for has one (SourceError when pip fails else)."""
+    root = cache_root(environ) / _FOLDER
+    root.mkdir(parents=True, exist_ok=True)
+    spec = f"{requirement.name}{requirement.spec}"
+    # pip takes a manylinux tag's older glibc versions with it (manylinux_2_27: 2014 too)
+    options = ["--platform", platform.wheel_tag]
+    for python in PYTHONS:
+        folder = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                 "--disable-pip-version-check", "--only-binary=:all:", *options,
+                 "--implementation", "cp", "--python-version", python,
+                 "--dest", str(folder), spec],
+                capture_output=True, text=True, check=False)
+            got = [p for p in folder.iterdir() if p.suffix == ".whl"]
+            if done.returncode == 0 and len(got) == 1:
+                kept = root / got[0].name
+                os.replace(got[0], kept)
+                return kept
+            if "No matching distribution" not in done.stderr \
+                    and "Could not find a version" not in done.stderr:
+                raise SourceError(f"pip could not download {spec}: "
+                                  f"{done.stderr.strip().splitlines()[-1:] or done.returncode}",
+                                  "check your network and pip's index settings (pip config "
+                                  "list), or download the wheel yourself and give its "
+                                  "folder with --find-links")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    return None
