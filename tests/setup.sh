@@ -13,13 +13,15 @@ cd "$(dirname "$0")/.."
 # wine brings /usr/bin/wine; wine64 the 64-bit loader; mingw-w64 builds the
 # stand-in DLLs (i686 for the wrong-architecture test); 7z writes Deflate64;
 # openssl and osslsigncode make test certificates and sign, strip and re-sign DLLs
-# (tests/integration/test_signatures.py).
+# (tests/integration/test_signatures.py); Info-ZIP's unzip and zip list and read the
+# zips --zip writes and are the benches' baselines (bench/pack_wheels.py, bench/zip_cold.py).
 APT_PACKAGES=(
     wine wine64
     gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64
     gcc-mingw-w64-i686 binutils-mingw-w64-i686
     p7zip-full
     openssl osslsigncode
+    unzip zip
 )
 
 sudo=()
