@@ -554,8 +554,8 @@ MUTANTS = (
            "found: dict[str, Stamp | None] = {}", FRESH_INPUT_TESTS),
     Mutant("fresh-shared-objects-distrusted", "up to date: another bundle's link to the "
            "same store objects packs in full", FRESH_STAMPS,
-           "                if name in shared and _only_linked(was, is_now) and \\\n",
-           "                if False and \\\n", FRESH_INPUT_TESTS),
+           "                if name in shared and _only_linked(was, is_now):\n",
+           "                if False:\n", FRESH_INPUT_TESTS),
     Mutant("fresh-shared-object-bytes-unread", "up to date: a store object whose change "
            "time moved is taken unread", FRESH_STAMPS,
            "    if digest.hexdigest() != sha256 or after != now:\n",
@@ -581,7 +581,7 @@ MUTANTS = (
            "if False:", HASHED_TESTS),
     Mutant("fresh-objects-not-marked-used", "up to date: the bundle's store objects age "
            "under the size cap", "bundler/commands/cmd_pack.py",
-           "        _mark_used(freshness.store, fresh)\n", "", UP_TO_DATE_TESTS),
+           "            _mark_used(freshness.store, fresh)\n", "", UP_TO_DATE_TESTS),
     Mutant("fresh-recheck-ignored", "pack --recheck answers up to date",
            "bundler/commands/cmd_pack.py", "    if freshness is not None and not args.recheck:",
            "    if freshness is not None:",
