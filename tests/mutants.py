@@ -177,6 +177,12 @@ MUTANTS = (
            "sys.modules (the app's own import json gets the standard one)",
            "bundler/runtime/first.py", "                    del sys.modules[module]",
            "                    pass", SHADOW_TESTS),
+    Mutant("stdlib-in-app-set-aside", "the bootstrap's guard takes the standard library of "
+           "an embedded CPython inside the app's folder for the app's modules",
+           "bundler/runtime/first.py",
+           'return bool(file) and not any(key.startswith(s + "/") for s in self.standard) \\',
+           'return bool(file) and not any(False for s in self.standard) \\',
+           ("tests/wine/test_embedded_python_wine.py",)),
     Mutant("wrong-os-silent", "a bundle run on another OS does nothing and says nothing",
            "bundler/runtime/activation.py",
            "        _not_for_this_os()  # nothing of it can load here: said, not silent",

@@ -22,6 +22,7 @@ from bundler.pack.app_scan import AppScan, Need
 from bundler.recipe.load import Recipe, families_dir, find_recipe, shipped_recipes
 from bundler.releases.catalogue import Release, catalogue_releases, version_key
 from bundler.releases.families import families
+from bundler.support.regular_files import read_bounded
 from bundler.targets.registry import Platform
 
 # The recipe of an app that shows no CUDA/cuDNN DLL: the seed, the one the offline
@@ -144,8 +145,8 @@ def named_in_scripts(app: Path, platform: Platform) -> list[Need]:
     found: list[Need] = []
     for script in _scripts(app):
         try:
-            text = script.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_bounded(script, _MAX_SCRIPT_BYTES).decode("utf-8", "replace")
+        except OSError:   # swapped for a pipe or a larger file since it was listed
             continue
         by = script.relative_to(app).as_posix()
         for name in dict.fromkeys(_NAME_STRING.findall(text)):
