@@ -626,6 +626,11 @@ MUTANTS = (
            "bundler/support/deflate.py",
            'return (f"isal {isal.__version__} (ISA-L {isal.ISAL_VERSION}) "',
            'return (f"isal (ISA-L) "', ZIP_LEVEL_TESTS),
+    Mutant("zip-key-ignores-processor", "--zip: a stream ISA-L made on another processor "
+           "(other code, other bytes) is reused", "bundler/support/deflate.py",
+           'f"level {self.level}, sample {_sample_digest(self)}")',
+           'f"level {self.level}, sample 0000000000000000")',
+           ZIP_LEVEL_TESTS),
     Mutant("zip-progress-per-member", "--zip: progress is told once a member is done, not "
            "piece by piece", ZIP_WRITER, "                if step > 0:   # progress as",
            "                if False:   # progress as", ZIP_REUSE_TESTS),

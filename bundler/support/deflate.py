@@ -14,6 +14,8 @@ reads --zip-level (fast: ISA-L's level 2, else zlib's 1; 1-9: zlib's), and its
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import zlib
 from dataclasses import dataclass
 from typing import Protocol
@@ -70,11 +72,12 @@ class Compressor:
     @property
     def settings(self) -> str:
         """Everything that decides the stream's bytes: the engine, its version, the level
-        (a kept stream is reused only under the same ones)."""
+        and, for ISA-L, what this processor makes of a fixed sample (a kept stream is
+        reused only under the same ones)."""
         if self.engine == "isal":
             assert isal is not None
             return (f"isal {isal.__version__} (ISA-L {isal.ISAL_VERSION}) "
-                    f"level {self.level}")
+                    f"level {self.level}, sample {_sample_digest(self)}")
         return f"zlib {zlib.ZLIB_RUNTIME_VERSION} level {self.level}"
 
     def raw_deflater(self, dictionary: bytes = b"") -> zlib._Compress:
@@ -85,6 +88,31 @@ class Compressor:
             return module.compressobj(self.level, zlib.DEFLATED, -15,  # type: ignore[no-any-return]
                                       zdict=dictionary)
         return module.compressobj(self.level, zlib.DEFLATED, -15)  # type: ignore[no-any-return]
+
+
+def _sample() -> bytes:
+    """256 KiB that deflate finds matches in at every distance: words of 3 to 40 bytes
+    picked by sha256 in counter mode (the same bytes on any Python)."""
+    words = [hashlib.sha256(b"word %d" % n).digest()[:3 + n % 38] for n in range(400)]
+    out = bytearray()
+    counter = 0
+    while len(out) < 1 << 18:
+        pick = hashlib.sha256(b"pick %d" % counter).digest()
+        counter += 1
+        out += b"".join(words[(pick[k] << 8 | pick[k + 1]) % len(words)]
+                        for k in range(0, 32, 2))
+    return bytes(out[:1 << 18])
+
+
+@functools.cache
+def _sample_digest(compressor: Compressor) -> str:
+    """ISA-L picks its code by the processor's features, and some of it deflates the same
+    bytes differently (level 3 differs between AVX-512, AVX2 and SSE4.2; levels 1 and 2
+    only without SSE4.2): the hash of what this processor makes of a fixed sample tells
+    them apart, so a stream one made is never copied into a zip another writes."""
+    deflater = compressor.raw_deflater()
+    made = deflater.compress(_sample()) + deflater.flush()
+    return hashlib.sha256(made).hexdigest()[:16]
 
 
 def zip_compressor(level: str) -> Compressor:

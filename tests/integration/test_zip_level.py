@@ -5,6 +5,7 @@ Real packs of the stand-in runtime."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 from bundler.cli import main
 from bundler.support import deflate
 from tests.harness.packing import Workspace, run_cli
+
+SAMPLE_SHA256 = "3a90330c5beaf9855ebf6f4d05d4454a3932f0b9e773941dc564b18a6191dbda"
 
 
 @pytest.fixture
@@ -42,7 +45,7 @@ def test_the_default_is_isa_l_level_2_and_level_9_is_zlib(
     fast, nine = tmp_path / "fast.zip", tmp_path / "nine.zip"
     counts = zip_pack(capsys, workspace, fast)["zip_members"]
     assert counts["compressor"].startswith("isal ") and "ISA-L" in counts["compressor"]
-    assert counts["compressor"].endswith(" level 2"), counts
+    assert " level 2, sample " in counts["compressor"], counts
     counts = zip_pack(capsys, workspace, nine, "--zip-level", "9")["zip_members"]
     assert counts["compressor"].startswith("zlib ") and \
         counts["compressor"].endswith(" level 9"), counts
@@ -109,3 +112,26 @@ def test_a_stream_another_isal_version_kept_is_compressed_again(
     monkeypatch.setattr(deflate.isal, "__version__", version)
     warm = zip_pack(capsys, workspace, tmp_path / "old.zip", "--recheck")["zip_members"]
     assert warm["compressed"] == 0 and warm["reused"] == cold["compressed"]
+
+
+def test_a_stream_another_processor_made_is_compressed_again(
+        workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """ISA-L's code depends on the processor (level 3 deflates differently with AVX-512,
+    AVX2 or SSE4.2; levels 1 and 2 without SSE4.2): a store that another processor's
+    packs filled (a shared or copied home) gives none of its streams to this one's zip.
+    What a processor makes of a fixed sample tells them apart; another answer is
+    another compressor."""
+    cold = zip_pack(capsys, workspace, tmp_path / "here.zip")["zip_members"]
+    monkeypatch.setattr(deflate, "_sample_digest", lambda compressor: "0123456789abcdef")
+    there = zip_pack(capsys, workspace, tmp_path / "there.zip")["zip_members"]
+    assert there["reused"] == 0 and there["compressed"] == cold["compressed"]
+    assert there["compressor"].endswith(" level 2, sample 0123456789abcdef")
+
+
+def test_the_sample_is_the_same_bytes_on_any_python() -> None:
+    """The sample is made by sha256 alone: its hash is fixed (a sample that changed
+    would only cost one cold zip, but it must not change from run to run)."""
+    sample = deflate._sample()
+    assert len(sample) == 1 << 18
+    assert hashlib.sha256(sample).hexdigest() == SAMPLE_SHA256
