@@ -3,14 +3,15 @@
 
 A requirement (`onnxruntime-gpu==1.20.0`, `paddlepaddle-gpu`) names the target
 platform's wheel, found, in this order, in a --find-links folder (a file whose name,
-version and platform tag fit), in bundler's wheel cache (`<cache>/frameworks/`, where an
-earlier look left it), else downloaded with pip (`pip download --no-deps
---only-binary=:all: --platform TAG --python-version V`, the newest CPython that has one
-first) into that cache; never with `offline`. Of the wheel only its METADATA and the
+version and platform tag fit), in bundler's wheel cache (`<cache>/frameworks/<wheel
+file name>/`, what an earlier look read of it), else downloaded with pip (`pip download
+--no-deps --only-binary=:all: --platform TAG --python-version V`, the newest CPython that
+has one first); never with `offline`. Of the wheel only its METADATA and the
 framework's build-info file are read (each at most 1 MiB), laid out as pip installs them
-in a private temporary folder and read by facts.read_frameworks: the same readers, rules
-and hostile-file checks as an installed app, and the framework table's row for the
-release on top. Nothing in the wheel is imported or run.
+and read by facts.read_frameworks: the same readers, rules and hostile-file checks as an
+installed app, and the framework table's row for the release on top. A downloaded
+wheel (hundreds of MB) is not kept: its two small files are, in the wheel cache, so the
+next look reads them offline. Nothing in the wheel is imported or run.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from bundler.platforms.driver_table import version_tuple
 from bundler.support.wheel_names import normalize, wheel_name
 
 _MAX_MEMBER = 1 << 20
-_FOLDER = "frameworks"   # in the wheel cache: the framework wheels looked at
+_FOLDER = "frameworks"   # in the wheel cache: what was read of each framework wheel
+_CACHED = "the wheel cache"
 # CPython versions asked for, newest first: framework wheels are built per CPython (TF
 # 2.4 has cp36-cp38, onnxruntime-gpu 1.31 cp311 on); the first pip has a wheel for wins.
 PYTHONS = ("3.13", "3.12", "3.11", "3.10", "3.9", "3.8", "3.7")
@@ -82,8 +84,14 @@ def look_up(requirement: Requirement, platform: Platform, find_links: Sequence[P
             offline: bool, environ: Mapping[str, str] = os.environ) -> Looked:
     """The wheel of `requirement` for `platform` and the facts it holds."""
     wheel, where = _local(requirement, platform, find_links, environ)
+    if wheel is not None and wheel.is_dir():   # the wheel cache keeps what was read of it
+        return Looked(requirement, _read(wheel, wheel.name, platform), wheel.name, where)
     if wheel is None and not offline:
-        wheel, where = _download(requirement, platform, environ), "fetched with pip"
+        kept = _download(requirement, platform, environ)
+        if kept is not None:
+            return Looked(requirement, _read(kept, kept.name, platform), kept.name,
+                          "fetched with pip; its METADATA and build-info file kept in the "
+                          "wheel cache")
     if wheel is None:
         ways = ("no --find-links folder or the wheel cache holds it; --offline fetches "
                 "nothing") if offline else f"pip found no {platform.release_suffix} wheel of it"
@@ -97,34 +105,41 @@ def wheel_facts(wheel: Path, platform: Platform) -> FrameworkFacts | None:
     framework. SourceError for a file that is no readable wheel."""
     with tempfile.TemporaryDirectory(prefix="bundler-wheel-") as tmp:
         site = Path(tmp) / "site-packages"
-        try:
-            with zipfile.ZipFile(wheel) as archive:
-                names = archive.namelist()
-                metadata = next((n for n in names if re.fullmatch(
-                    r"[^/]+\.dist-info/METADATA", n)), None)
-                if metadata is None:
-                    raise SourceError(f"{wheel}: no .dist-info/METADATA in it, so no wheel",
-                                      "give the framework's wheel as pip downloads it")
-                _extract(archive, metadata, site / metadata)
-                distribution = _metadata_name(site / metadata)
-                member = build_info_member(distribution)
-                if member:
-                    for name in names:
-                        if _installed_path(name) == member:
-                            _extract(archive, name, site / member)
-                            break
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise SourceError(f"{wheel}: not a readable wheel ({exc})",
-                              "delete it (a partial download?) and look again") from None
-        found = read_frameworks(site, [site], platform.driver_table())
-        if not found:
-            return None
-        facts = found[0]
-        # the file is the wheel's: say so, as "x.whl: onnxruntime/capi/version_info.py"
-        if facts.file and not facts.file.startswith("its "):
-            said = facts.file.removeprefix("site-packages/")
-            return replace(facts, file=f"{wheel.name}: {said}")
-        return facts
+        _unpack(wheel, site)
+        return _read(site, wheel.name, platform)
+
+
+def _unpack(wheel: Path, site: Path) -> None:
+    """The wheel's METADATA and its framework's build-info file, laid out in `site` as
+    pip installs them."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+            metadata = next((n for n in names if re.fullmatch(
+                r"[^/]+\.dist-info/METADATA", n)), None)
+            if metadata is None:
+                raise SourceError(f"{wheel}: no .dist-info/METADATA in it, so no wheel",
+                                  "give the framework's wheel as pip downloads it")
+            _extract(archive, metadata, site / metadata)
+            member = build_info_member(_metadata_name(site / metadata))
+            for name in names if member else ():
+                if _installed_path(name) == member:
+                    _extract(archive, name, site / member)
+                    break
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise SourceError(f"{wheel}: not a readable wheel ({exc})",
+                          "delete it (a partial download?) and look again") from None
+
+
+def _read(site: Path, wheel: str, platform: Platform) -> FrameworkFacts | None:
+    found = read_frameworks(site, [site], platform.driver_table())
+    if not found:
+        return None
+    facts = found[0]
+    # the file is the wheel's: say so, as "x.whl: onnxruntime/capi/version_info.py"
+    if facts.file and not facts.file.startswith("its "):
+        return replace(facts, file=f"{wheel}: {facts.file}")
+    return facts
 
 
 def _extract(archive: zipfile.ZipFile, member: str, target: Path) -> None:
@@ -175,10 +190,11 @@ def _local(requirement: Requirement, platform: Platform, find_links: Iterable[Pa
     for an exact pin or no version at all: a range is pip's to resolve)."""
     places = [(folder, f"find-links folder {folder}") for folder in find_links]
     if requirement.pinned or not requirement.spec:
-        places.append((cache_root(environ) / _FOLDER, "the wheel cache"))
+        places.append((cache_root(environ) / _FOLDER, _CACHED))
     for folder, where in places:
-        try:
-            found = [p for p in folder.iterdir() if p.is_file()
+        try:   # a find-links folder holds wheels; the cache, a folder per wheel read
+            found = [p for p in folder.iterdir() if (p.is_dir() if where == _CACHED
+                                                     else p.is_file())
                      and _fits(p.name, requirement, platform)]
         except OSError:
             continue
@@ -208,8 +224,12 @@ def _download(requirement: Requirement, platform: Platform,
                 capture_output=True, text=True, check=False)
             got = [p for p in folder.iterdir() if p.suffix == ".whl"]
             if done.returncode == 0 and len(got) == 1:
+                # kept: the two small files read, not the wheel (hundreds of MB; pip
+                # fetches it again if another version is asked for)
                 kept = root / got[0].name
-                os.replace(got[0], kept)
+                _unpack(got[0], folder / "site")
+                shutil.rmtree(kept, ignore_errors=True)
+                os.replace(folder / "site", kept)
                 return kept
             if "No matching distribution" not in done.stderr \
                     and "Could not find a version" not in done.stderr:

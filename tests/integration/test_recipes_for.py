@@ -143,3 +143,25 @@ def test_init_from_a_requirements_line_packs_as_written(
     spec = (tmp_path / "app.spec").read_text()
     assert 'recipe = "cudnn-8.9.5.29-cuda11-win-x64"' in spec, spec
     assert "# cufft: cufft64_10.dll: loaded by onnxruntime-gpu 1.14.1" in spec
+
+
+def test_a_fetched_wheel_leaves_only_what_was_read_in_the_wheel_cache(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], wheels: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip (here told to take the stand-ins from a folder: no index) downloads the wheel;
+    the cache keeps its METADATA and build-info file, not the wheel, and the next look
+    reads them offline."""
+    monkeypatch.setenv("BUNDLER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    code, out, err = run_cli(capsys, "recipes", "--for", "cupy-cuda12x==13.6.0")
+    assert code == 0, err
+    assert "(fetched with pip; its METADATA and build-info file kept in the wheel cache)" in out
+    kept = tmp_path / "cache" / "frameworks" / "cupy_cuda12x-13.6.0-py3-none-win_amd64.whl"
+    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*") if p.is_file()) \
+        == ["cupy/.data/_wheel.json", "cupy_cuda12x-13.6.0.dist-info/METADATA"]
+    assert not [p for p in (tmp_path / "cache").rglob("*.whl") if p.is_file()]   # no wheel
+    assert [p.name for p in (tmp_path / "cache" / "frameworks").iterdir()] == [kept.name]
+    monkeypatch.delenv("PIP_FIND_LINKS")
+    code, out, err = run_cli(capsys, "recipes", "--for", "cupy-cuda12x==13.6.0", "--offline")
+    assert code == 0 and "(the wheel cache)" in out, err
