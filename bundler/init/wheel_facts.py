@@ -42,6 +42,7 @@ _CACHED = "the wheel cache"
 PYTHONS = ("3.13", "3.12", "3.11", "3.10", "3.9", "3.8", "3.7")
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(.*)$")
 _PIN = re.compile(r"^===?\s*([A-Za-z0-9.!+_-]+)$")
+_PEP600 = re.compile(r"([a-z]+)_(\d+)_(\d+)_(\w+)")
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,23 @@ def _local(requirement: Requirement, platform: Platform, find_links: Iterable[Pa
     return None, ""
 
 
+def pip_platforms(tag: str) -> list[str]:
+    """The platform tags pip is to accept for a target's wheel tag: the tag itself, and
+    for a PEP 600 tag (<name>_2_27_<arch>) every older glibc's and the legacy aliases
+    PEP 600 gives them (<name>2014: 2_17, <name>2010: 2_12, <name>1: 2_5), which pip does
+    not add itself (a wheel tagged only manylinux2014 is found for manylinux_2_27)."""
+    found = _PEP600.fullmatch(tag)
+    if not found:
+        return [tag]
+    name, major, minor, arch = found.group(1), int(found.group(2)), int(found.group(3)), \
+        found.group(4)
+    tags = [f"{name}_{major}_{n}_{arch}" for n in range(minor, 4, -1)]
+    if major == 2:
+        tags += [f"{name}{alias}_{arch}" for alias, since in (("2014", 17), ("2010", 12),
+                                                            ("1", 5)) if minor >= since]
+    return tags
+
+
 def _download(requirement: Requirement, platform: Platform,
               environ: Mapping[str, str]) -> Path | None:
     """pip download of the requirement's wheel for the platform into the wheel cache;
@@ -211,8 +229,7 @@ def _download(requirement: Requirement, platform: Platform,
     root = cache_root(environ) / _FOLDER
     root.mkdir(parents=True, exist_ok=True)
     spec = f"{requirement.name}{requirement.spec}"
-    # pip takes a manylinux tag's older glibc versions with it (manylinux_2_27: 2014 too)
-    options = ["--platform", platform.wheel_tag]
+    options = [a for tag in pip_platforms(platform.wheel_tag) for a in ("--platform", tag)]
     for python in PYTHONS:
         folder = Path(tempfile.mkdtemp(prefix=".download-", dir=root))
         try:

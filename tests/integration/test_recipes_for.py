@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bundler.frameworks.facts import FrameworkFacts, fits
+from bundler.init.wheel_facts import pip_platforms
 from tests.harness.packing import run_cli
 from tests.harness.wheelkit import make_wheel
 from tests.integration.test_embedded_python import bundler_cache
@@ -165,3 +166,13 @@ def test_a_fetched_wheel_leaves_only_what_was_read_in_the_wheel_cache(
     monkeypatch.delenv("PIP_FIND_LINKS")
     code, out, err = run_cli(capsys, "recipes", "--for", "cupy-cuda12x==13.6.0", "--offline")
     assert code == 0 and "(the wheel cache)" in out, err
+
+
+def test_pip_is_asked_for_every_manylinux_tag_the_target_takes() -> None:
+    """pip does not widen manylinux_2_27 itself: cupy-cuda12x 13.6.0's Linux wheel is
+    tagged manylinux2014 only, and was 'not found' for linux-x64."""
+    tags = pip_platforms("manylinux_2_27_x86_64")
+    assert tags[0] == "manylinux_2_27_x86_64" and "manylinux_2_5_x86_64" in tags
+    assert {"manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"} <= set(tags)
+    assert "manylinux_2_28_x86_64" not in tags
+    assert pip_platforms("win_amd64") == ["win_amd64"]
