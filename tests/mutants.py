@@ -138,6 +138,16 @@ MUTANTS = (
            "pinned_only=True)",
            "    found = requested(lines, platform, [], True, pinned_only=True)",
            RECIPES_FOR_TESTS),
+    Mutant("framework-wheel-kept", "a framework wheel fetched to read two files is kept "
+           "whole in the wheel cache (hundreds of MB each)", "bundler/init/wheel_facts.py",
+           '                _unpack(got[0], folder / "site")\n'
+           "                shutil.rmtree(kept, ignore_errors=True)\n"
+           '                os.replace(folder / "site", kept)\n',
+           "                os.replace(got[0], kept)\n", RECIPES_FOR_TESTS),
+    Mutant("manylinux-tags-narrow", "pip is asked for the target's manylinux_2_27 tag alone "
+           "(a manylinux2014 wheel is not found)", "bundler/init/wheel_facts.py",
+           "    tags = [f\"{name}_{major}_{n}_{arch}\" for n in range(minor, 4, -1)]",
+           "    return [tag]", RECIPES_FOR_TESTS),
     Mutant("build-info-call-taken", "a call in a build-info file (x = f(5)) is taken as "
            "no value, not as a file that cannot be read", "bundler/frameworks/facts.py",
            '                raise ValueError("a call")\n', "                return None\n",
