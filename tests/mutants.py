@@ -148,6 +148,10 @@ MUTANTS = (
            "(a manylinux2014 wheel is not found)", "bundler/init/wheel_facts.py",
            "    tags = [f\"{name}_{major}_{n}_{arch}\" for n in range(minor, 4, -1)]",
            "    return [tag]", RECIPES_FOR_TESTS),
+    Mutant("refusal-suggests-a-zip", "a refusal's catalogue suggestion is the newest "
+           "login-only zip, not the PyPI release pack fetches", "bundler/releases/render.py",
+           "    return (wheels or fitting)[-1].name if fitting else \"\"",
+           "    return fitting[-1].name if fitting else \"\"", ROWS_TESTS),
     Mutant("build-info-call-taken", "a call in a build-info file (x = f(5)) is taken as "
            "no value, not as a file that cannot be read", "bundler/frameworks/facts.py",
            '                raise ValueError("a call")\n', "                return None\n",

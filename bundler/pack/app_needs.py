@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError, SpecError
+from bundler.frameworks import facts as framework_facts
 from bundler.frameworks.environment import Environment
-from bundler.frameworks.facts import FrameworkFacts, refuse_unfit
+from bundler.frameworks.facts import FrameworkFacts, fitting_releases, refuse_unfit
 from bundler.pack.app_scan import AppScan, Need
 from bundler.pack.one_copy import refuse_second_copies
 from bundler.recipe.library_imports import MISSING, resolve_import
-from bundler.recipe.load import Component, Recipe, families_dir, shipped_recipes
+from bundler.recipe.load import Component, Recipe, families_dir, find_recipe, shipped_recipes
 from bundler.releases.catalogue import Release, catalogue_releases, version_key
 from bundler.releases.families import runtime_sets
 from bundler.releases.render import release_shipping
@@ -177,7 +178,12 @@ def _unsupplied_error(recipe: Recipe, unsupplied: list[Need], needs: Sequence[Ne
     recipes = shipped_recipes()   # read once here, not once a name (40,000 in one binary)
     whole = [r.name for r in recipes if r.name != recipe.name
              and _of_cuda(r.cuda, app_cuda)
+             and all(framework_facts.fits(f, r.cuda, r.cudnn) is None for f in frameworks)
              and all(r.supplier_of(need.dll) is not None for need in unsupplied)]
+    if not whole and frameworks:   # a release that serves the frameworks, fetchable first
+        whole = [r.name for r in fitting_releases(frameworks, recipe.target.release_suffix)
+                 if r.name != recipe.name and all(find_recipe(r.name, Path.cwd())
+                                                  .supplier_of(n.dll) for n in unsupplied)]
     suggested: dict[str, str] = {}   # each name's suggestion once
     folder, key = families_dir(), recipe.target.name_key
     known = {key(f.name) for r in recipes for f in r.files.values()}

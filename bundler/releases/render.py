@@ -53,8 +53,8 @@ def release_for(name: str) -> Release | None:
 
 def release_shipping(dll: str, cuda: str, folder: Path, platform: str) -> str:
     """The newest catalogue release whose family ships `dll`, for `cuda` where one is
-    ("" if no family ships it), of `platform` (a release suffix, "win-x64"; "" for any):
-    what a refusal suggests."""
+    ("" if no family ships it), of `platform` (a release suffix, "win-x64"; "" for any),
+    the newest NVIDIA publishes as a PyPI wheel first: what a refusal suggests."""
     majors = [f.cudnn_major for f in families(folder).values()
               if any(dll.lower() == name.lower() for name in f.files)]
     if not majors:
@@ -62,7 +62,9 @@ def release_shipping(dll: str, cuda: str, folder: Path, platform: str) -> str:
     found = [r for r in catalogue_releases() if r.major in majors
              and (not platform or r.platform == platform)]
     fitting = [r for r in found if r.cuda == cuda_key(cuda)] or found
-    return fitting[-1].name if fitting else ""
+    # one pack fetches itself (NVIDIA's PyPI wheel) before a newer login-only zip
+    wheels = [r for r in fitting if r.wheel is not None and not r.wheel.yanked]
+    return (wheels or fitting)[-1].name if fitting else ""
 
 
 def rendered_from(release: Release) -> str:

@@ -104,3 +104,14 @@ def test_a_tagged_paddle_installed_without_its_build_info_gets_its_cudas_release
     assert code == 2, err
     assert "is built for CUDA 10.1 (its version tag post101 says 10.1)" in err, err
     assert "cudnn-7.6.5.32-cuda10.1-win-x64" in err
+
+
+def test_a_refusal_suggests_the_release_pack_fetches_before_a_newer_zip() -> None:
+    """cudnn64_8.dll for CUDA 11: NVIDIA's newest is 8.9.7.29, a login-only zip; pack
+    fetches 8.9.5.29 itself (its PyPI wheel), as init picks it. Without a wheel, the zip."""
+    from bundler.recipe.load import families_dir
+    from bundler.releases.render import release_shipping
+    assert release_shipping("cudnn64_8.dll", "11", families_dir(), "win-x64") == \
+        "cudnn-8.9.5.29-cuda11-win-x64"
+    assert release_shipping("cudnn64_7.dll", "10.1", families_dir(), "win-x64") == \
+        "cudnn-7.6.5.32-cuda10.1-win-x64"
