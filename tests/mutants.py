@@ -148,6 +148,11 @@ MUTANTS = (
            "(a manylinux2014 wheel is not found)", "bundler/init/wheel_facts.py",
            "    tags = [f\"{name}_{major}_{n}_{arch}\" for n in range(minor, 4, -1)]",
            "    return [tag]", RECIPES_FOR_TESTS),
+    Mutant("recipes-for-cpu-build-listed", "recipes --for lists every release for a CPU "
+           "build (which needs none)", "bundler/commands/recipes_for.py",
+           "    needing = [f for f in found.frameworks if f.gpu_build and not "
+           "f.ships_own_runtime]",
+           "    needing = list(found.frameworks)", RECIPES_FOR_TESTS),
     Mutant("refusal-suggests-a-zip", "a refusal's catalogue suggestion is the newest "
            "login-only zip, not the PyPI release pack fetches", "bundler/releases/render.py",
            "    return (wheels or fitting)[-1].name if fitting else \"\"",

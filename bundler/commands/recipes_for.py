@@ -71,7 +71,14 @@ def run_for(items: list[str], args: argparse.Namespace) -> int:
     if found.unknown:
         raise SpecError(f"what {'; '.join(found.unknown)} needs is unknown",
                         "give its wheel's folder with --find-links, or drop --offline")
-    releases = fitting_releases(found.frameworks, platform.release_suffix, None)
+    unreadable = [f for f in found.frameworks if f.unreadable]
+    if unreadable:   # as pack refuses it: what the file would say is unknown
+        raise SpecError(f"{unreadable[0].title}'s build-info file cannot be read "
+                        f"({unreadable[0].unreadable})", "check the wheel you gave, or "
+                        "let pip fetch the release's own")
+    # a CPU build, or torch with its own CUDA and cuDNN, needs no bundled release
+    needing = [f for f in found.frameworks if f.gpu_build and not f.ships_own_runtime]
+    releases = fitting_releases(needing, platform.release_suffix, None) if needing else []
     view = _view(found, releases, platform)
     if args.json:
         print(json.dumps(view, indent=2))
@@ -81,6 +88,9 @@ def run_for(items: list[str], args: argparse.Namespace) -> int:
         print(f"  from {framework['read_from']}")
         if framework["loads"]:
             print(f"  loads {', '.join(framework['loads'])}")
+    if not needing:
+        print("none of them loads a bundled CUDA or cuDNN: no release is needed")
+        return EXIT_OK
     if not releases:
         print(f"no {platform.release_suffix} release bundler knows serves "
               f"{'all of them' if len(found.frameworks) > 1 else 'it'} (its CUDA, its cuDNN "

@@ -176,3 +176,23 @@ def test_pip_is_asked_for_every_manylinux_tag_the_target_takes() -> None:
     assert {"manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"} <= set(tags)
     assert "manylinux_2_28_x86_64" not in tags
     assert pip_platforms("win_amd64") == ["win_amd64"]
+
+
+def test_a_cpu_build_needs_no_release_and_an_unreadable_file_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "wheels"
+    for name, version, member, text in (
+            ("tensorflow", "2.16.1", "tensorflow/python/platform/build_info.py",
+             "build_info = {'is_cuda_build': False}\n"),
+            ("onnxruntime_gpu", "1.40.0", "onnxruntime/capi/version_info.py",
+             "use_cuda = True\ncuda_version = f(5)\n")):
+        metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n"
+        make_wheel(folder, {member: text.encode(),
+                            f"{name}-{version}.dist-info/METADATA": metadata.encode()},
+                   name=name, version=version)
+    code, out, err = recipes_for(capsys, folder, "--for", "tensorflow==2.16.1")
+    assert code == 0, err
+    assert "a CPU build" in out and "no release is needed" in out
+    assert "cudnn-" not in out
+    code, _, err = recipes_for(capsys, folder, "--for", "onnxruntime-gpu==1.40.0")
+    assert code == 2 and "build-info file cannot be read" in err and "line 2" in err, err
