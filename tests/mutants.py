@@ -809,6 +809,10 @@ MUTANTS = (
     Mutant("timeout-unsaid", "a timeout is not a problem of its own", PROCESS_CHECK,
            "    if trace.timed_out:\n        problems.append(",
            "    if False:\n        problems.append(", PROCESS_DECOY_TESTS),
+    Mutant("import-only-runs-the-script", "import-only verify --run runs the entry script "
+           "(its lines above the bootstrap lines too), not the bootstrap lines alone",
+           PROCESS_CHECK, '[str(python or sys.executable), "-c", IMPORT_ONLY_RUN, ',
+           "[str(python or sys.executable), ", PROCESS_TESTS),
     Mutant("run-check-foreign-passes", "verify --run: a CUDA library not from the bundle "
            "passes", PROCESS_JUDGE, "            if not module.from_bundle:\n",
            "            if False:\n", PROCESS_TESTS),

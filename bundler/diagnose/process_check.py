@@ -31,7 +31,7 @@ from pathlib import Path
 from bundler.diagnose.process_judge import MappedModule, judge_trace
 from bundler.diagnose.process_run import from_reports, run_command, under_wine, windows_path
 from bundler.errors import EXIT_OK, EXIT_PROBLEMS, BundlerError
-from bundler.formats.manifest import FoundManifest
+from bundler.formats.manifest import INJECT_MARKER, FoundManifest
 from bundler.runtime.rules import IMPORT_ONLY, PROCESS_REPORT
 from bundler.targets.registry import Platform, platform_for, this_machine
 
@@ -119,10 +119,35 @@ def _bundled_python(found: FoundManifest) -> Path | None:
     return python if python.is_file() else None
 
 
+# Import-only runs the entry's bootstrap lines and nothing else of the script: not the
+# script itself, whose lines above them (a docstring and __future__ imports as packed,
+# anything an edit put there since) would run first. The lines are taken from the
+# marker to their closing `del`, run as the entry's __main__ with its __file__ and its
+# folder first on sys.path (as `python main.py` has it); the bootstrap then writes its
+# report and stops the process. Lines that do not stop it exit 3, said in one line.
+IMPORT_ONLY_RUN = f"""import sys
+entry = sys.argv[1]
+with open(entry, encoding="latin-1") as handle:
+    lines = handle.read().splitlines(True)
+start = next((i for i, line in enumerate(lines) if line.startswith({INJECT_MARKER!r})), None)
+end = next((i for i in range(start or 0, len(lines))
+            if lines[i].startswith("del _bundler_util")), None)
+if start is None or end is None:
+    raise SystemExit(entry + ": no bootstrap lines (bundler pack adds them)")
+sys.argv = [entry]
+if sys.path and sys.path[0] == "":
+    sys.path[0] = entry[:max(entry.rfind("/"), entry.rfind(chr(92))) + 1] or "."
+exec(compile("".join(lines[start:end + 1]), entry, "exec"),
+     {{"__name__": "__main__", "__file__": entry, "__builtins__": __builtins__}})
+sys.stderr.write(entry + ": the bootstrap lines ran but did not stop for verify\\n")
+sys.exit(3)
+"""
+
+
 def _default_command(found: FoundManifest, platform: Platform) -> list[str]:
-    """The entry script run by the bundle's own Python where it has one (an
-    embedded-python bundle's python.exe: here, or under Wine on another OS), else by this
-    Python (a folder app of this machine's platform)."""
+    """The entry script's bootstrap lines (IMPORT_ONLY_RUN), run by the bundle's own
+    Python where it has one (an embedded-python bundle's python.exe: here, or under Wine
+    on another OS), else by this Python (a folder app of this machine's platform)."""
     entry = found.manifest.bootstrap.entry
     here = this_machine()
     if not entry or not entry.endswith(".py") or not found.manifest.bootstrap.path:
@@ -132,7 +157,7 @@ def _default_command(found: FoundManifest, platform: Platform) -> list[str]:
                            "COMMAND ...")
     python = _bundled_python(found)
     if here is not None and here.name == platform.name:
-        return [str(python or sys.executable), str(found.root / entry)]
+        return [str(python or sys.executable), "-c", IMPORT_ONLY_RUN, str(found.root / entry)]
     if python:   # an embedded-python bundle (Windows): its own python.exe, under Wine
         wine = shutil.which("wine") or shutil.which("wine64")
         if not wine:
@@ -140,7 +165,8 @@ def _default_command(found: FoundManifest, platform: Platform) -> list[str]:
                                "machine under Wine, and Wine is not installed",
                                "install Wine (e.g. apt install wine64), or run bundler verify "
                                f"--run on {platform.os_name} (docs/diagnosing.md#under-wine)")
-        return [wine, windows_path(str(python)), windows_path(str(found.root / entry))]
+        return [wine, windows_path(str(python)), "-c", IMPORT_ONLY_RUN,
+                windows_path(str(found.root / entry))]
     raise BundlerError(f"{found.root}: a {platform.os_name} bundle cannot run on this "
                        "machine by itself",
                        "give the command that starts it (e.g. its Python under Wine): "

@@ -129,6 +129,22 @@ def test_import_only_stops_before_the_apps_own_code(
     assert (app / "ran").exists()
 
 
+def test_import_only_runs_no_line_above_the_bootstrap_lines_either(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Import-only runs the entry's bootstrap lines alone: a line put above them (an
+    edit after packing) is app code too, and does not run."""
+    app, _ = _bundle(tmp_path, capsys)
+    main = app / "main.py"
+    main.write_text("open('ran-above', 'w').close()\n" + main.read_text())
+    code, report = _verify_run(capsys, app)
+    assert report["import_only"] and report["processes"], report
+    assert sorted(m["name"] for m in report["modules"]) == ["libcudnn.so.9",
+                                                             "libcudnn_graph.so.9"], report
+    assert not (app / "ran-above").exists() and not (tmp_path / "ran-above").exists()
+    _verify_run(capsys, app, sys.executable, "main.py")   # the control: the line runs
+    assert (app / "ran-above").exists()
+
+
 def test_verify_run_fails_on_a_second_copy_the_app_loads_by_absolute_path(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """As JAX's plugin does with site-packages/nvidia/*/lib, after the bootstrap ran: the
