@@ -22,6 +22,7 @@ here and must still hash to the manifest's sha256).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -222,6 +223,7 @@ def own_dependencies() -> tuple[list[Path], list[Path]]:
     return files, folders
 
 
+@functools.cache   # asked twice a pack (the key, the files); installs do not change mid-run
 def dependencies() -> dict[str, str]:
     """bundler's dependencies and their installed versions ("" where not installed)."""
     try:
