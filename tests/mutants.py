@@ -542,7 +542,7 @@ MUTANTS = (
     Mutant("fresh-locked-kept-lock", "up to date: a --locked pack that kept a lock the next "
            "pack rewrites is recorded", "bundler/pack/pipeline.py",
            "if builder.inputs_known and _lock_is(spec.lock_path, lock.to_bytes())",
-           "if builder.inputs_known", ("tests/integration/test_lock_bundle.py",)),
+           "if builder.inputs_known", FRESH_INPUT_TESTS),
     Mutant("fresh-nested-requirements-unstamped", "up to date: an edited -r/-c file of "
            "the requirements is not a change", "bundler/pack/pipeline.py",
            "        files += [spec.requirements.parent / name   # a URL's file is pip's",

@@ -244,3 +244,20 @@ def test_a_byte_changed_through_a_store_link_is_a_change(
     assert str(again["packed_in_full_because"]).endswith("changed since the last pack")
     code, out, err = run_cli(capsys, "verify", again["out"])
     assert code == 0, out + err
+
+
+def test_a_locked_pack_that_kept_a_lock_the_next_pack_rewrites_is_not_recorded(
+        workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    """--locked writes no lock: one that holds what this pack pins in another form (a
+    blank line) is kept, and the next pack without --locked rewrites it: that pack, not
+    the --locked one, is the state to call up to date."""
+    pack_json(capsys, workspace)
+    lock = workspace.spec.with_name("app.spec.lock")
+    written = lock.read_text()
+    lock.write_text(written.replace("\n", "\n\n", 1))
+    assert pack_json(capsys, workspace, "--locked")[0]["up_to_date"] is False
+    assert lock.read_text() != written   # kept as it was
+    again, _ = pack_json(capsys, workspace)
+    assert again["up_to_date"] is False
+    assert lock.read_text() == written
+    assert pack_json(capsys, workspace)[0]["up_to_date"] is True
