@@ -600,6 +600,10 @@ MUTANTS = (
            "the file's size or modification time moved", HASHED,
            "        if _same_but_change_time(now, proof.stamp):\n",
            "        if True:\n", HASHED_TESTS),
+    Mutant("hashed-records-outlive-objects", "prune leaves the store's records of the "
+           "objects it removed", "bundler/pack/store/upkeep.py",
+           "        if not store.object_path(record_path.stem).exists():",
+           "        if False:", HASHED_TESTS),
     Mutant("hashed-records-unused", "every stored object is read again on every pack",
            "bundler/pack/reuse.py",
            "if known is not None and (member not in with_crc or known.crc is not None):",

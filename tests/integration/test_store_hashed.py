@@ -135,3 +135,15 @@ def test_a_link_after_the_proof_is_recorded_only_where_just_the_change_time_move
     hashed.forget(store, SHA)
     hashed.relinked(store, KEY, [hashed.Proof(SHA, file, proven, None)])
     assert hashed.known(store, KEY, SHA, stamp(file)) is None
+
+
+def test_prune_drops_what_the_store_knew_of_the_objects_it_removes(
+        workspace: Workspace, capsys: pytest.CaptureFixture[str]) -> None:
+    pack_json(capsys, workspace)
+    pack_json(capsys, workspace, "--recheck")   # the objects read: their stamps recorded
+    records = Path(os.environ["BUNDLER_STORE"]) / hashed.FOLDER
+    assert list(records.glob("*/*.json"))
+    workspace.spec.with_name("app.spec.lock").unlink()   # nothing pins the objects now
+    code, _, err = run_cli(capsys, "cache", "prune")
+    assert code == 0, err
+    assert not list(records.glob("*/*.json"))
