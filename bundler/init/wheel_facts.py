@@ -30,12 +30,12 @@ from pathlib import Path, PurePosixPath
 from bundler.errors import SourceError
 from bundler.frameworks.facts import FrameworkFacts, build_info_member, read_frameworks
 from bundler.pack.sources.fetch import cache_root
+from bundler.pack.store.caches import FRAMEWORKS  # what was read of each framework wheel
 from bundler.platforms.api import Platform
 from bundler.platforms.driver_table import version_tuple
 from bundler.support.wheel_names import normalize, wheel_name
 
 _MAX_MEMBER = 1 << 20
-_FOLDER = "frameworks"   # in the wheel cache: what was read of each framework wheel
 _CACHED = "the wheel cache"
 # CPython versions asked for, newest first: framework wheels are built per CPython (TF
 # 2.4 has cp36-cp38, onnxruntime-gpu 1.31 cp311 on); the first pip has a wheel for wins.
@@ -191,7 +191,7 @@ def _local(requirement: Requirement, platform: Platform, find_links: Iterable[Pa
     for an exact pin or no version at all: a range is pip's to resolve)."""
     places = [(folder, f"find-links folder {folder}") for folder in find_links]
     if requirement.pinned or not requirement.spec:
-        places.append((cache_root(environ) / _FOLDER, _CACHED))
+        places.append((cache_root(environ) / FRAMEWORKS, _CACHED))
     for folder, where in places:
         try:   # a find-links folder holds wheels; the cache, a folder per wheel read
             found = [p for p in folder.iterdir() if (p.is_dir() if where == _CACHED
@@ -226,7 +226,7 @@ def _download(requirement: Requirement, platform: Platform,
               environ: Mapping[str, str]) -> Path | None:
     """pip download of the requirement's wheel for the platform into the wheel cache;
     None when no CPython pip is asked for has one (SourceError when pip fails else)."""
-    root = cache_root(environ) / _FOLDER
+    root = cache_root(environ) / FRAMEWORKS
     root.mkdir(parents=True, exist_ok=True)
     spec = f"{requirement.name}{requirement.spec}"
     options = [a for tag in pip_platforms(platform.wheel_tag) for a in ("--platform", tag)]

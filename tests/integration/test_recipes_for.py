@@ -166,6 +166,13 @@ def test_a_fetched_wheel_leaves_only_what_was_read_in_the_wheel_cache(
     monkeypatch.delenv("PIP_FIND_LINKS")
     code, out, err = run_cli(capsys, "recipes", "--for", "cupy-cuda12x==13.6.0", "--offline")
     assert code == 0 and "(the wheel cache)" in out, err
+    # bundler cache shows it (two files, in the wheel cache) and prune removes it
+    code, out, err = run_cli(capsys, "cache", "--json")
+    assert code == 0, err
+    (wheels_cache,) = [c for c in json.loads(out)["caches"] if c["name"] == "wheels"]
+    assert wheels_cache["files"] == 2 and "frameworks/" in wheels_cache["keeps"]
+    assert [path for path, _ in wheels_cache["removable"]] == [str(kept)]
+    assert run_cli(capsys, "cache", "prune")[0] == 0 and not kept.exists()
 
 
 def test_pip_is_asked_for_every_manylinux_tag_the_target_takes() -> None:

@@ -2,8 +2,9 @@
 `bundler cache prune` trims (the store itself is upkeep.py's):
 
 - the wheel cache (`$BUNDLER_CACHE`, pack/sources/fetch.py): `<sha256>/<file>.whl`, the
-  recipes' wheels pip fetched by their pin, and `python/cp3X-win_amd64/`, the wheels pip
-  resolved for an embedded-python app's requirements (pack/builders/pip_wheels.py);
+  recipes' wheels pip fetched by their pin, `python/cp3X-win_amd64/`, the wheels pip
+  resolved for an embedded-python app's requirements (pack/builders/pip_wheels.py), and
+  `frameworks/<wheel>/`, the two files init/wheel_facts.py read of a framework's wheel;
 - the embedded Python downloads, in the same folder: `<sha256>/<file>.tar.gz`, the
   embeddable CPython sdists (pack/builders/cpython_embed.py);
 - the store's `zip-streams/` (zip_streams.py), the deflate streams `--zip` keeps.
@@ -39,6 +40,9 @@ CACHE_MAX_VARIABLE = "BUNDLER_CACHE_MAX"
 DEFAULT_CACHE_MAX = "0"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 APP_WHEELS = "python"   # pip_wheels.wheel_cache: <cache>/python/cp3X-<tag>/
+# init/wheel_facts.py: <cache>/frameworks/<wheel file name>/, what was read of a GPU
+# framework's wheel (its METADATA and build-info file; the wheel is not kept)
+FRAMEWORKS = "frameworks"
 
 WHEELS = "wheels"
 EMBEDDED = EMBEDDED_PYTHON.name   # the sdists that builder downloads: named after it
@@ -108,6 +112,10 @@ def _entries(root: Path, named: Named, now: float) -> list[_Entry]:
             cache = EMBEDDED if any(p.name.endswith(".tar.gz") for p in files) else WHEELS
             entries.append(_Entry(folder, sum(p.stat().st_size for p in files), len(files),
                                   folder.stat().st_mtime, folder.name in named.sha256s, cache))
+        elif folder.name == FRAMEWORKS and folder.is_dir():   # small; never lock-named
+            entries += [_Entry(read, _tree_size(read), sum(1 for _ in _files(read)),
+                               read.stat().st_mtime, False, WHEELS)
+                        for read in sorted(folder.iterdir()) if read.is_dir()]
         elif folder.name == APP_WHEELS and folder.is_dir():
             entries += [_Entry(wheel, wheel.stat().st_size, 1, wheel.stat().st_mtime,
                                wheel.name in named.app_wheels, WHEELS)
@@ -142,8 +150,9 @@ def examine_caches(store: Store | None, environ: Mapping[str, str],
         removable.append(entry)
         excess = None if excess is None else excess - entry.size
     reports = []
-    for name, keeps in ((WHEELS, "the recipes' wheels pip fetched by their pin, and the "
-                         "wheels pip resolved for embedded-python apps (python/)"),
+    for name, keeps in ((WHEELS, "the recipes' wheels pip fetched by their pin, the "
+                         "wheels pip resolved for embedded-python apps (python/), and what "
+                         "recipes --for and init read of framework wheels (frameworks/)"),
                         (EMBEDDED, "the embeddable CPython sdists embedded-python packs "
                          "fetched")):
         mine = [e for e in entries if e.cache == name]
