@@ -148,6 +148,10 @@ MUTANTS = (
            "(a manylinux2014 wheel is not found)", "bundler/init/wheel_facts.py",
            "    tags = [f\"{name}_{major}_{n}_{arch}\" for n in range(minor, 4, -1)]",
            "    return [tag]", RECIPES_FOR_TESTS),
+    Mutant("cache-frameworks-unseen", "bundler cache neither shows nor prunes what was "
+           "read of framework wheels", "bundler/pack/store/caches.py",
+           "        elif folder.name == FRAMEWORKS and folder.is_dir():",
+           "        elif False:", RECIPES_FOR_TESTS),
     Mutant("recipes-for-cpu-build-listed", "recipes --for lists every release for a CPU "
            "build (which needs none)", "bundler/commands/recipes_for.py",
            "    needing = [f for f in found.frameworks if f.gpu_build and not "
