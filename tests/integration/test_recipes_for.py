@@ -203,3 +203,25 @@ def test_a_cpu_build_needs_no_release_and_an_unreadable_file_is_refused(
     assert "cudnn-" not in out
     code, _, err = recipes_for(capsys, folder, "--for", "onnxruntime-gpu==1.40.0")
     assert code == 2 and "build-info file cannot be read" in err and "line 2" in err, err
+
+
+def test_linux_releases_from_a_manylinux_wheel(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--platform linux-x64 reads the framework's manylinux wheel (a win_amd64 one beside
+    it is not taken) and lists linux-x64 releases."""
+    folder = tmp_path / "wheels"
+    for platform, figure in (("manylinux2014_x86_64", "8.8.1"), ("win_amd64", "8.0.5")):
+        text = CUPY_JSON.replace("8.8.1", figure)
+        metadata = "Metadata-Version: 2.1\nName: cupy-cuda12x\nVersion: 13.6.0\n\n"
+        make_wheel(folder, {"cupy/.data/_wheel.json": text.encode(),
+                            "cupy_cuda12x-13.6.0.dist-info/METADATA": metadata.encode()},
+                   name="cupy_cuda12x", version="13.6.0", platform=platform)
+    code, out, err = recipes_for(capsys, folder, "--for", "cupy-cuda12x==13.6.0",
+                                 "--platform", "linux-x64", "--json")
+    assert code == 0, err
+    view = json.loads(out)
+    assert view["platform"] == "linux-x64"
+    assert view["frameworks"][0]["cudnn"]["minimum"] == "8.8.1"
+    assert "manylinux2014_x86_64.whl" in view["frameworks"][0]["read_from"]
+    assert view["releases"] and all(r["name"].endswith("-cuda12-linux-x64")
+                                    and r["cudnn"].startswith("8.") for r in view["releases"])
