@@ -815,8 +815,8 @@ MUTANTS = (
            PROCESS_CHECK, '        seen = "traced" if check.traced else "reported, NOT TRACED"',
            '        seen = "traced"', PROCESS_DECOY_TESTS),
     Mutant("timeout-unsaid", "a timeout is not a problem of its own", PROCESS_CHECK,
-           "    if trace.timed_out:\n        problems.append(",
-           "    if False:\n        problems.append(", PROCESS_DECOY_TESTS),
+           "    if trace.timed_out:\n        killed = ",
+           "    if False:\n        killed = ", PROCESS_DECOY_TESTS),
     Mutant("import-only-runs-the-script", "import-only verify --run runs the entry script "
            "(its lines above the bootstrap lines too), not the bootstrap lines alone",
            PROCESS_CHECK, '[str(python or sys.executable), "-c", IMPORT_ONLY_RUN, ',

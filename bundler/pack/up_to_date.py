@@ -198,8 +198,9 @@ def _changed_since(taken: Mapping[str, Any], outputs: set[str], started: int) ->
     inputs += [stamp for kind in ("folders", "listed")
                for root, entries in taken[kind].items() if root not in outputs
                for stamp in entries.values()]
-    return any(stamp is not None and max(stamp[2::5]) >= started for stamp in inputs
-               if len(stamp) >= 5)
+    # None: a path that is not there (was not written after `started` either)
+    return any(max(stamp[2::5]) >= started for stamp in inputs
+               if stamp is not None and len(stamp) >= 5)
 
 
 def _store_objects(taken: Mapping[str, Any], summary: Mapping[str, Any], store_root: Path

@@ -261,3 +261,26 @@ def test_a_locked_pack_that_kept_a_lock_the_next_pack_rewrites_is_not_recorded(
     assert again["up_to_date"] is False
     assert lock.read_text() == written
     assert pack_json(capsys, workspace)[0]["up_to_date"] is True
+
+
+def test_an_input_deleted_while_the_pack_ran_is_not_recorded(
+        workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The cuDNN zip removed once read: the next pack is not "up to date" from the record
+    of a bundle made from an input that is gone; it refuses, naming the input (inputs
+    are resolved before any record is looked up, so no record is needed for this)."""
+    zipped = tmp_path / "cudnn.zip"
+    shutil.copyfile(source_of(workspace, "cudnn"), zipped)
+    set_source(workspace, "cudnn", zipped.as_posix())
+    written = pipeline.write_manifest
+
+    def deleting(*args: object) -> None:
+        written(*args)   # type: ignore[arg-type]
+        zipped.unlink(missing_ok=True)
+
+    monkeypatch.setattr(pipeline, "write_manifest", deleting)
+    pack_json(capsys, workspace)
+    monkeypatch.undo()
+    code, out, err = run_cli(capsys, "pack", workspace.spec)
+    assert not out.startswith("up to date")
+    assert code != 0 and str(zipped) in err, err

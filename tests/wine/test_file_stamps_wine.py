@@ -18,14 +18,20 @@ QUICKSTART = PROJECT_ROOT / "examples" / "quickstart"
 EDIT = r'''
 import json, os, sys, time
 from pathlib import Path
-from bundler.pack import up_to_date
+from bundler.pack import fresh_stamps, up_to_date
 from bundler.support.file_stamps import listing, stamp
 
 app, store = Path(sys.argv[1]), Path(sys.argv[2])
+
+
+def snap(files, folders):
+    return fresh_stamps.snapshot(files, folders, [], [], store, "")
+
+
 target = app / "lib" / "cudnn64_8.dll"
 before = os.stat(target)
-first, snapshot = stamp(target), up_to_date._snapshot([str(target)], [str(app)], [], store)
-folder_only = up_to_date._snapshot([], [str(app)], [], store)
+first, snapshot = stamp(target), snap([str(target)], [str(app)])
+folder_only = snap([], [str(app)])
 clock = up_to_date._file_system_clock(store)
 time.sleep(0.05)
 target.write_bytes(b"B" * before.st_size)           # same size ...
@@ -35,8 +41,8 @@ print(json.dumps({
     "python_sees": [before.st_size, before.st_mtime_ns, before.st_ctime_ns]
                    == [after.st_size, after.st_mtime_ns, after.st_ctime_ns],
     "first": first, "again": stamp(target), "listed": snapshot["folders"][str(app)],
-    "snapshot_same": up_to_date._snapshot([str(target)], [str(app)], [], store) == snapshot,
-    "folder_same": up_to_date._snapshot([], [str(app)], [], store) == folder_only,
+    "snapshot_same": snap([str(target)], [str(app)]) == snapshot,
+    "folder_same": snap([], [str(app)]) == folder_only,
     "listed_is_stamp": {entry.name: list(entry.stamp) for entry in listing(app / "lib")}
                        == {"cudnn64_8.dll": list(stamp(target, follow_links=False))},
     "clock_after_stamp": clock is not None and first[2] <= clock,
