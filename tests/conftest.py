@@ -33,10 +33,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.wine)
 
 
+_PASSED = pytest.StashKey[bool]()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when == "call":   # read by _own_runtime_store's teardown, which runs after
+        item.stash[_PASSED] = report.passed
     if not (report.skipped and os.environ.get("BUNDLER_REQUIRE_WINE") == "1"):
         return
     if hasattr(report, "wasxfail"):
@@ -116,8 +121,14 @@ def _user_files() -> list[tuple[str, int]]:
 
 
 @pytest.fixture(autouse=True)
-def _own_runtime_store(tmp_path_factory: pytest.TempPathFactory,
-                       monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_runtime_store(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest,
+                       monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test packs with a runtime store of its own: no test sees another's files,
-    and none writes to the user's ~/.cache."""
-    monkeypatch.setenv("BUNDLER_STORE", str(tmp_path_factory.mktemp("store")))
+    and none writes to the user's ~/.cache. A passed test's store is removed at once: a
+    run that fails keeps its whole temp folder (pyproject.toml's retention policy), and
+    its passed tests' stores (up to 900 MB each) filled 5.4 GB of it."""
+    store = tmp_path_factory.mktemp("store")
+    monkeypatch.setenv("BUNDLER_STORE", str(store))
+    yield
+    if request.node.stash.get(_PASSED, False):
+        temp_budget.remove_tree(store)

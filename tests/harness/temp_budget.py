@@ -11,7 +11,11 @@ largest leftovers.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import stat
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,3 +85,20 @@ def over_budget(found: list[Leftover], budget: int) -> str:
 
 def temp_folder() -> Path:
     return Path(tempfile.gettempdir())
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a folder whatever its modes (the store makes its objects read-only)."""
+    def writable_then_again(function: object, name: str, _: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(name), stat.S_IRWXU)
+            os.chmod(name, stat.S_IRWXU)
+            if os.path.isdir(name) and not os.path.islink(name):
+                shutil.rmtree(name, ignore_errors=True)
+            else:
+                os.unlink(name)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=writable_then_again)
+    else:
+        shutil.rmtree(path, onerror=writable_then_again)

@@ -70,3 +70,43 @@ def test_the_random_orders_seed_is_printed_under_q(pytester: pytest.Pytester,
                                                       os.environ.get("PYTHONPATH", "")]))
     result = pytester.runpytest_subprocess("-q", "-p", "randomly", "--randomly-seed=4242")
     result.stdout.fnmatch_lines(["random order: --randomly-seed=4242 repeats it"])
+
+
+STORES = '''
+import os, pathlib, stat
+
+def _fill(name):
+    store = pathlib.Path(os.environ["BUNDLER_STORE"])
+    (store / "objects").mkdir()
+    kept = store / "objects" / name
+    kept.write_bytes(b"x" * 1000)
+    os.chmod(kept, stat.S_IRUSR)   # as the store keeps its objects
+    os.chmod(store / "objects", stat.S_IRUSR | stat.S_IXUSR)
+    print("STORE", store)
+
+def test_passes():
+    _fill("passes")
+
+def test_fails():
+    _fill("fails")
+    assert False
+'''
+
+
+def test_a_passed_tests_store_is_removed_a_failed_ones_kept(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run with a failure keeps its temp folder: the passed tests' runtime stores must
+    not stay in it (5.4 GB in one such run)."""
+    pytester.makeconftest("from tests.conftest import pytest_runtest_makereport, "
+                          "_own_runtime_store  # noqa: F401")
+    pytester.makepyfile(STORES)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PROJECT_ROOT),
+                                                      os.environ.get("PYTHONPATH", "")]))
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-s",
+                                           f"--basetemp={pytester.path / 'base'}")
+    result.assert_outcomes(passed=1, failed=1)
+    assert len([line for line in result.outlines if "STORE " in line]) == 2
+    left = sorted(path.name for path in (pytester.path / "base").glob("store[0-9]*/objects/*"))
+    for folder in (pytester.path / "base").glob("store*/objects"):
+        folder.chmod(0o700)   # for pytester's own clean-up
+    assert left == ["fails"]
