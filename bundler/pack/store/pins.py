@@ -88,6 +88,8 @@ def remember(store: Store, pin: str, members: Mapping[str, str],
     `wanted` every member its recipe names of the wheel."""
     known = read(store, pin)
     merged = {**(known.members if known else {}), **members}
+    if known is not None and merged == known.members and set(wanted) <= known.wanted:
+        return   # nothing new: a warm pack writes nothing here
     body = {"members": merged,
             "wanted": sorted({*(known.wanted if known else ()), *wanted})}
     path = _path(store, pin)
