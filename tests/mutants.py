@@ -85,6 +85,9 @@ GLIBC_TESTS = ("tests/linux/test_linux_glibc.py",)
 LINUX_DOCTOR_TESTS = ("tests/linux/test_linux_doctor.py",)
 ROWS_TESTS = ("tests/integration/test_framework_rows.py",)
 RECIPES_FOR_TESTS = ("tests/integration/test_recipes_for.py",)
+# Issue 43 item 5: each runtime once on disk (the wheel or its files in the store).
+PINS = "bundler/pack/store/pins.py"
+WHEEL_ONCE_TESTS = ("tests/integration/test_wheel_once.py", "tests/unit/test_store_pins.py")
 
 
 @dataclass(frozen=True)
@@ -1291,6 +1294,55 @@ MUTANTS = (
            "bundle platform's search path", BUNDLE_CHECKS,
            "    placed = _reached(target, environ, names)\n", "    placed = []\n",
            ("tests/linux/test_linux_doctor_bundle.py",)),
+    # Issue 43 item 5: a pinned wheel's members recorded under its pin; the wheel kept
+    # once ($BUNDLER_KEEP_WHEELS) and what the store holds of it taken without it.
+    Mutant("pin-unrecorded", "a pack records no wheel's members under its pin",
+           "bundler/pack/reuse.py",
+           "        if can_fetch(source.spec) and identities[sid] == source.spec.sha256:\n",
+           "        if False:\n", WHEEL_ONCE_TESTS),
+    Mutant("stored-wheel-unused", "a pinned wheel the store holds is fetched all the same",
+           "bundler/pack/sources/__init__.py",
+           "    record = pins.covering(store, spec.sha256, takes)\n",
+           "    record = None\n", WHEEL_ONCE_TESTS),
+    Mutant("offline-refuses-stored", "--offline refuses a wheel that is not in the wheel "
+           "cache though the store holds its files", "bundler/pack/sources/__init__.py",
+           "                and not _stored(s, takes[s.id], given, base, environ, store, "
+           "True)]\n", "                ]\n", WHEEL_ONCE_TESTS),
+    Mutant("keep-none-ignored", "BUNDLER_KEEP_WHEELS=none leaves the wheel in the cache "
+           "after the pack", "bundler/pack/pipeline.py",
+           "    if store is not None and not keep_wheels:", "    if False:", WHEEL_ONCE_TESTS),
+    Mutant("keep-default-drops", "by default a wheel the store holds leaves the wheel "
+           "cache", PINS, "    return value == KEEP_ALL\n", "    return False\n",
+           WHEEL_ONCE_TESTS),
+    Mutant("held-objects-unchecked", "a wheel counts as held by the store with one of its "
+           "objects gone (prune with none removes it)", PINS,
+           "    return record is not None and record.whole and \\\n"
+           "        all(store.object_path(sha).is_file() for sha in record.members.values())\n",
+           "    return record is not None and record.whole\n", WHEEL_ONCE_TESTS),
+    Mutant("held-whole-subset", "a wheel counts as held whole when the store holds some of "
+           "the members its recipes name", PINS,
+           "        return self.wanted <= set(self.members)\n", "        return True\n",
+           WHEEL_ONCE_TESTS),
+    Mutant("covering-objects-unchecked", "a pin record is taken with an object gone from "
+           "the store", PINS,
+           "    if not all(store.object_path(sha).is_file() for sha in taken.values()):\n"
+           "        return None\n", "", WHEEL_ONCE_TESTS),
+    Mutant("stored-damage-unfetched", "a stored wheel member that fails its proof is not "
+           "fetched: the pack fails", "bundler/pack/sources/__init__.py",
+           "        location = cached(spec, root) or fetch(spec, root)\n",
+           "        raise offline_error([spec], root, stored=True)\n", WHEEL_ONCE_TESTS),
+    Mutant("orphan-pin-kept", "the cap removes an object and keeps the pin record naming it",
+           "bundler/pack/store/upkeep.py",
+           "    pins.drop_orphans(store)   # a wheel's pin record too: its next pack fetches it\n",
+           "", WHEEL_ONCE_TESTS),
+    Mutant("cache-in-store-unreported", "bundler cache does not say which wheels the store "
+           "also holds", "bundler/pack/store/caches.py",
+           "            in_store=sum(1 for e in held if e.cache == name),\n",
+           "            in_store=0,\n", WHEEL_ONCE_TESTS),
+    Mutant("prune-keeps-held", "cache prune with BUNDLER_KEEP_WHEELS=none keeps the wheels "
+           "the store holds", "bundler/pack/store/caches.py",
+           "    removable = [] if pins.keep_wheels(environ) else list(held)\n",
+           "    removable = []\n", WHEEL_ONCE_TESTS),
     Mutant("inspect-json-unversioned", "inspect --json carries no schema",
            "bundler/commands/output.py",
            'return {"schema": INSPECT_SCHEMA, "path": data["path"],',

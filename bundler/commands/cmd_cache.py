@@ -20,6 +20,7 @@ from bundler.pack.store.caches import (
     examine_caches,
     prune_caches,
 )
+from bundler.pack.store.pins import KEEP_NONE, KEEP_VARIABLE, keep_wheels
 from bundler.pack.store.store import DISABLED, STORE_VARIABLE, open_store
 from bundler.pack.store.upkeep import MAX_VARIABLE, StoreReport, examine, prune, size_cap
 
@@ -35,8 +36,9 @@ def add_parser(commands: argparse._SubParsersAction,
                             "Without an action: each one's folder, files and size, and what "
                             "keeps files there. prune: remove the store's files no lock on "
                             "this machine pins, the wheels and downloads no lock names "
-                            f"(beyond ${CACHE_MAX_VARIABLE}), and the zip streams beyond "
-                            f"${MAX_VARIABLE}.")
+                            f"(beyond ${CACHE_MAX_VARIABLE}; with ${KEEP_VARIABLE}="
+                            f"{KEEP_NONE} also the recipe wheels the store holds whole), "
+                            f"and the zip streams beyond ${MAX_VARIABLE}.")
     c.add_argument("action", nargs="?", choices=["prune"], metavar="prune",
                    help="remove files no registered lock pins or names")
     c.add_argument("--dry-run", action="store_true",
@@ -76,11 +78,17 @@ def _cache_lines(cache: CacheReport, pruning: bool) -> list[str]:
             if cache.name != STREAMS else "")
     lines = [f"{cache.name} {cache.root}: {cache.files} file(s), {_size(cache.size)}{kept}",
              f"  keeps: {cache.keeps}"]
+    if cache.in_store:   # the runtime twice on disk: what $BUNDLER_KEEP_WHEELS=none frees
+        lines.append(f"  also held unpacked in the runtime store: {cache.in_store} recipe "
+                     f"wheel(s), {_size(cache.in_store_size)} (${KEEP_VARIABLE}={KEEP_NONE} "
+                     "keeps them there only)")
     if cache.removable or pruning:
         verb = ("removed" if cache.removed else "would remove") if pruning else \
             "prune removes"
         why = (f"beyond ${MAX_VARIABLE}" if cache.name == STREAMS else
-               f"named by no lock (${CACHE_MAX_VARIABLE} keeps up to "
+               ("" if keep_wheels(os.environ) else
+                f"held by the runtime store (${KEEP_VARIABLE}={KEEP_NONE}) or ")
+               + f"named by no lock (${CACHE_MAX_VARIABLE} keeps up to "
                f"{_size(size_cap(os.environ, CACHE_MAX_VARIABLE, DEFAULT_CACHE_MAX))})")
         lines.append(f"  {verb}: {len(cache.removable)} item(s), "
                      f"{_size(cache.removable_size)}, {why}")

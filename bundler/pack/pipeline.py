@@ -35,14 +35,21 @@ from bundler.pack.output import (
 from bundler.pack.own_data import own_data
 from bundler.pack.requirement_files import NOT_HASHED, nested_files
 from bundler.pack.resolve import LibraryReader, ResolvedRuntime, resolve
-from bundler.pack.reuse import Previous, Reuse, fill_store, previous_bundle, reuse_runtime
+from bundler.pack.reuse import (
+    Previous,
+    Reuse,
+    fill_or_warn,
+    previous_bundle,
+    reuse_runtime,
+    store_trouble,
+)
 from bundler.pack.signatures import SignatureChecker, check_signatures
-from bundler.pack.sources import Source, close_all, given_path, open_sources
+from bundler.pack.sources import Source, close_all, given_path, open_sources, wheel_cache_folders
 from bundler.pack.spec import Spec
 from bundler.pack.stage import StagedFile, stage_files
+from bundler.pack.store import pins
 from bundler.pack.store.hashed import relinked
 from bundler.pack.store.store import Store, StoreError, open_store
-from bundler.pack.store.upkeep import size_cap, trim
 from bundler.pack.up_to_date import MadeFrom, own_code
 from bundler.pack.wheel_lock import (
     refuse_locked_spec_change,
@@ -126,13 +133,14 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     builder = builder_named(spec.builder)
     warnings: list[str] = []
     store = _store_or_none(environ, warnings)
+    keep_wheels = pins.keep_wheels(environ)   # a typo is said before any work
 
     def select_and_open(bundle: Path, skip: str, left_out: tuple[LeftOutWheel, ...] = ()
                         ) -> tuple[Selection, dict[str, Source]]:
         selection = _select(spec, recipe, bundle, skip, left_out, own)
         takes = _members_by_source(recipe.files_for(selection.components))
         return selection, open_sources(recipe, takes, given, spec.folder, environ,
-                                       offline=offline)
+                                       offline=offline, store=store)
 
     # A folder app is scanned as it is, so a missing source stops the pack before any
     # copying; a PyInstaller app exists only once built.
@@ -171,7 +179,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             settled = check_lock(spec.lock_path, lock, policy,
                                  {item.relpath: item.file.source for item in staged})
             if store is not None:
-                _fill_or_warn(store, sources, staged, identities, copy, environ, warnings)
+                fill_or_warn(store, recipe, sources, staged, identities, copy, environ, warnings)
             refuse_unholdable_names(staging.folder, recipe.target, target.name)
             staging.replace_with_bundle(spec.lock_path, settled.data)
             if zip_path is not None:   # the staged bundle is the one swapped in next
@@ -185,7 +193,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             try:   # the bundle and lock are in place: a failing cache must not say otherwise
                 store.register_lock(spec.lock_path, recipe.name)
             except OSError as exc:
-                warnings.append(_store_trouble(store, "keep a note of this lock", exc))
+                warnings.append(store_trouble(store, "keep a note of this lock", exc))
             # the stored files this pack proved, as their stamps are now that its links
             # are made and the old bundle's are gone: the next pack need not read them
             relinked(store.root, store.key, reuse.proofs)
@@ -193,6 +201,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
         close_all(sources)
         if zipped is not None:
             zipped.discard()   # a zip not published (the swap failed) is removed
+    if store is not None and not keep_wheels:   # each runtime once on disk: in the store
+        pins.drop_held_wheels(store, wheel_cache_folders(sources, given, spec.folder, environ))
     ways = Counter(reuse.origin.get(item.file.source, "read") for item in staged)
     origin = RuntimeOrigin(files=dict(ways), linked=reuse.linked, copied=reuse.copied)
     trust = dict(made.resolved.trust)
@@ -270,25 +280,6 @@ def _store_or_none(environ: Mapping[str, str], warnings: list[str]) -> Store | N
     except StoreError as exc:
         warnings.append(f"{exc.message}; packing without it ({exc.hint})")
         return None
-
-
-def _fill_or_warn(store: Store, sources: Mapping[str, Source], staged: list[StagedFile],
-                  identities: Mapping[str, str], copy: bool, environ: Mapping[str, str],
-                  warnings: list[str]) -> None:
-    """Fill the store with this pack's files, then hold it to its size cap (the least
-    recently used go first, never this pack's)."""
-    try:
-        fill_store(store, sources, staged, identities, copy)
-        trim(store, size_cap(environ), frozenset(item.sha256 for item in staged))
-    except StoreError as exc:
-        warnings.append(f"{exc.message} ({exc.hint})")
-    except OSError as exc:   # full, read-only: the bundle does not depend on it
-        warnings.append(_store_trouble(store, "keep this pack's files", exc))
-
-
-def _store_trouble(store: Store, what: str, exc: OSError) -> str:
-    return (f"the runtime store {store.root} could not {what} ({exc.strerror or exc}); "
-            "the bundle and lock are complete, the next pack reads the inputs again")
 
 
 @dataclass(frozen=True)

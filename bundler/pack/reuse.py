@@ -34,10 +34,21 @@ from bundler.errors import BundlerError
 from bundler.formats.manifest import FoundManifest, find_manifest
 from bundler.pack.lock import Lock
 from bundler.pack.sources import Source
+from bundler.pack.sources.fetch import can_fetch
 from bundler.pack.stage import StagedFile
 from bundler.pack.store import hashed as hashed_records
-from bundler.pack.store.store import FileStamp, ObjectGone, SourceRecord, Store, file_stamp, place
-from bundler.recipe.load import RuntimeFile
+from bundler.pack.store import pins
+from bundler.pack.store.store import (
+    FileStamp,
+    ObjectGone,
+    SourceRecord,
+    Store,
+    StoreError,
+    file_stamp,
+    place,
+)
+from bundler.pack.store.upkeep import size_cap, trim
+from bundler.recipe.load import Recipe, RuntimeFile
 from bundler.support.file_stamps import stamp as full_stamp
 from bundler.support.hashing import sha256_crc32_file, sha256_file
 
@@ -191,14 +202,16 @@ def _store_plan(source: Source, taken: list[RuntimeFile], store: Store | None
                 ) -> _StorePlan | None:
     """The store's record of `source` if it names all of `taken`; None if there is
     none, or the input itself says it is not the one recorded."""
-    fingerprint = source.fingerprint()
-    record = store.record(fingerprint) if store and fingerprint else None
-    if record is None or not source.accepts_identity(record.identity):
+    # a pinned wheel the store holds carries its record (store/pins.py): no fingerprint
+    record = source.stored_record()
+    fingerprint = "" if record is not None else source.fingerprint()
+    if record is None and store is not None and fingerprint:
+        record = store.record(fingerprint)
+    if store is None or record is None or not source.accepts_identity(record.identity):
         return None
     wanted = {f.member: record.members.get(f.member, "") for f in taken}
     if not all(wanted.values()):
         return None
-    assert store is not None and fingerprint
     stat_key = source.stat_key()
     if stat_key and stat_key not in record.input_stats and \
             source.identity_by_hashing() != record.identity:
@@ -222,7 +235,8 @@ def _from_store(source: Source, plan: _StorePlan, digests: _Digests
     if checked is None:
         return None
     if not _matches_input(source, digests) or not _confirmed(source, wanted):
-        store.forget(fingerprint)   # the record contradicts the input: blame the record
+        if fingerprint:   # the record contradicts the input: blame the record
+            store.forget(fingerprint)
         return None
     for sha256 in wanted.values():
         store.mark_used(sha256)
@@ -331,14 +345,43 @@ def _place_all(taken: list[RuntimeFile], origins: Mapping[str, _Checked],
 
 
 def fill_store(store: Store, sources: Mapping[str, Source], staged: list[StagedFile],
-               identities: Mapping[str, str], copy: bool) -> None:
+               identities: Mapping[str, str], copy: bool,
+               wanted: Mapping[str, frozenset[str]] | None = None) -> None:
     """Add what this pack staged to the store, and record each input's fingerprint, so
-    the next pack of these inputs (this app or another) reads none of them."""
+    the next pack of these inputs (this app or another) reads none of them; and each
+    pinned wheel's members under its pin, so the next pack needs no wheel (`wanted`:
+    every member the recipe names of each source, store/pins.py)."""
     for item in staged:
         store.add(item.path, item.sha256, copy=copy)
     for sid, source in sources.items():
         fingerprint = source.fingerprint()
+        members = {i.file.member: i.sha256 for i in staged if i.file.source == sid}
         if fingerprint:
-            members = {i.file.member: i.sha256 for i in staged if i.file.source == sid}
             stats = (source.stat_key(),) if source.stat_key() else ()
             store.remember(fingerprint, SourceRecord(identities[sid], members, stats))
+        # proven the pinned wheel (read and checked against the pin, or by a record)
+        if can_fetch(source.spec) and identities[sid] == source.spec.sha256:
+            pins.remember(store, source.spec.sha256, members, (wanted or {}).get(sid, ()))
+
+
+def fill_or_warn(store: Store, recipe: Recipe, sources: Mapping[str, Source],
+                  staged: list[StagedFile], identities: Mapping[str, str], copy: bool,
+                  environ: Mapping[str, str], warnings: list[str]) -> None:
+    """Fill the store with this pack's files, then hold it to its size cap (the least
+    recently used go first, never this pack's)."""
+    every: dict[str, set[str]] = {}
+    for item in [*recipe.files.values(), *recipe.licences]:
+        every.setdefault(item.source, set()).add(item.member)
+    try:
+        fill_store(store, sources, staged, identities, copy,
+                   {sid: frozenset(members) for sid, members in every.items()})
+        trim(store, size_cap(environ), frozenset(item.sha256 for item in staged))
+    except StoreError as exc:
+        warnings.append(f"{exc.message} ({exc.hint})")
+    except OSError as exc:   # full, read-only: the bundle does not depend on it
+        warnings.append(store_trouble(store, "keep this pack's files", exc))
+
+
+def store_trouble(store: Store, what: str, exc: OSError) -> str:
+    return (f"the runtime store {store.root} could not {what} ({exc.strerror or exc}); "
+            "the bundle and lock are complete, the next pack reads the inputs again")

@@ -6,6 +6,7 @@ from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from bundler.errors import SourceError
+from bundler.pack.store.store import SourceRecord
 from bundler.recipe.model import SourceKind, SourceSpec
 
 
@@ -67,6 +68,12 @@ class Source:
         """A cheap proof that this input is the one an earlier pack read (the store keys
         what it learned by it), or "" where there is none. Never reads member data."""
         return ""
+
+    def stored_record(self) -> SourceRecord | None:
+        """The store's record this input is taken by without opening any file (a pinned
+        wheel the store holds, sources/stored_wheel.py), or None: the store is then
+        asked by the input's fingerprint."""
+        return None
 
     def member_crc(self, member: str) -> tuple[int, int] | None:
         """(CRC-32, size) the input itself records for a member, without reading it (a

@@ -122,11 +122,16 @@ def download_command(specs: Sequence[SourceSpec], dest: str = "wheels") -> str:
             f"--python-version {PYTHON_VERSION} {wanted} -d {dest}")
 
 
-def offline_error(specs: Sequence[SourceSpec], root: Path) -> SourceError:
+def offline_error(specs: Sequence[SourceSpec], root: Path, stored: bool = False
+                  ) -> SourceError:
+    """`stored`: the runtime store's record promised the files, which it then did not
+    prove (one damaged, or removed meanwhile)."""
     missing = ", ".join(f"{s.id} ({s.package}=={s.version})" for s in specs)
     given = " ".join(f"--source {s.id}=wheels/{s.file_name or '...'}" for s in specs)
+    store = ("; the runtime store held its files, but no longer every one intact"
+             if stored else "")
     return SourceError(f"--offline: source(s) {missing} are not in [sources] nor in the "
-                       f"wheel cache {root}, and --offline forbids fetching them",
+                       f"wheel cache {root}{store}, and --offline forbids fetching them",
                        f"download them: {download_command(specs)}; then pass {given} "
                        "(or add them to [sources]), or pack once without --offline")
 

@@ -12,9 +12,12 @@
 What a lock on this machine names (the locks the store registered: a recipe wheel by
 the sha256 of its `sources`, an app wheel by its `wheels` file name, the embeddable
 CPython of its `app.python`) is never removed: a re-pack, `--offline` too, still finds
-it. Prune removes the rest of the wheel cache and the downloads, least recently used
-first, until both together fit $BUNDLER_CACHE_MAX (default 0: remove all of it), and
-the zip streams beyond the store's own cap ($BUNDLER_STORE_MAX, as a `--zip` pack does).
+it; except, with $BUNDLER_KEEP_WHEELS=none, a recipe wheel the store holds whole
+(store/pins.py), whose re-pack takes the store's files. Such wheels are counted for the
+report either way: the runtime held twice. Prune removes the rest of the wheel cache
+and the downloads, least recently used first, until both together fit
+$BUNDLER_CACHE_MAX (default 0: remove all of it), and the zip streams beyond the
+store's own cap ($BUNDLER_STORE_MAX, as a `--zip` pack does).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from bundler.pack.builders.cpython_embed import KNOWN
 from bundler.pack.builders.embedded_python import BUILDER as EMBEDDED_PYTHON
 from bundler.pack.lock import read_lock
 from bundler.pack.sources.fetch import cache_root
+from bundler.pack.store import pins
 from bundler.pack.store.store import Store
 from bundler.pack.store.upkeep import DEBRIS_AGE, size_cap
 from bundler.pack.store.zip_streams import FOLDER as STREAMS_FOLDER
@@ -61,6 +65,10 @@ class CacheReport:
     kept_for_locks: int   # files a lock on this machine names
     removable: tuple[tuple[str, int], ...]   # (path, bytes) prune removes
     removed: bool = False
+    # recipe wheels the runtime store also holds unpacked, whole (store/pins.py): what
+    # $BUNDLER_KEEP_WHEELS=none frees
+    in_store: int = 0
+    in_store_size: int = 0
 
     @property
     def removable_size(self) -> int:
@@ -141,10 +149,15 @@ def examine_caches(store: Store | None, environ: Mapping[str, str],
     what prune would remove."""
     root = cache_root(environ)
     entries = _entries(root, named_by_locks(store), time.time() if now is None else now)
+    held = [e for e in entries if store is not None and e.cache == WHEELS and
+            e.path.parent == root and pins.held_whole(store, e.path.name)]
+    # Held whole by the store, a wheel is the runtime's second copy: with
+    # $BUNDLER_KEEP_WHEELS=none it goes, named by a lock or not (--offline takes the store's)
+    removable = [] if pins.keep_wheels(environ) else list(held)
     cap = size_cap(environ, CACHE_MAX_VARIABLE, DEFAULT_CACHE_MAX)
-    excess = sum(e.size for e in entries) - cap if cap else None
-    removable: list[_Entry] = []
-    for entry in sorted((e for e in entries if not e.named), key=lambda e: e.used):
+    excess = sum(e.size for e in entries if e not in removable) - cap if cap else None
+    for entry in sorted((e for e in entries if not e.named and e not in removable),
+                        key=lambda e: e.used):
         if excess is not None and excess <= 0:
             break
         removable.append(entry)
@@ -159,7 +172,9 @@ def examine_caches(store: Store | None, environ: Mapping[str, str],
         reports.append(CacheReport(
             name, str(root), keeps, sum(e.files for e in mine), sum(e.size for e in mine),
             sum(e.files for e in mine if e.named),
-            tuple((str(e.path), e.size) for e in removable if e.cache == name)))
+            tuple((str(e.path), e.size) for e in removable if e.cache == name),
+            in_store=sum(1 for e in held if e.cache == name),
+            in_store_size=sum(e.size for e in held if e.cache == name)))
     if store is not None:
         reports.append(_streams(store, environ))
     return reports

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bundler.errors import BundlerError
 from bundler.pack.lock import read_lock
-from bundler.pack.store import hashed
+from bundler.pack.store import hashed, pins
 from bundler.pack.store.store import Store, StoreError, remove_read_only
 from bundler.pack.up_to_date import stale_records
 
@@ -68,6 +68,7 @@ def _drop_orphan_records(store: Store) -> None:
         if record is None or not all(store.object_path(h).exists()
                                      for h in record.members.values()):
             record_path.unlink(missing_ok=True)
+    pins.drop_orphans(store)   # a wheel's pin record too: its next pack fetches it
     # what the store knew of an object's bytes goes with the object (store/hashed.py)
     for record_path in sorted((store.root / hashed.FOLDER).glob("*/*.json")):
         if not store.object_path(record_path.stem).exists():
