@@ -19,8 +19,11 @@ step after `sync`, every pack through `python -m bundler pack --json` in a child
   with nothing changed: "up to date" (before: a full pack, the links had changed every
   shared file's change time).
 
-With --zip every pack of A also writes a zip. bundler's bytecode is compiled first, as
-pip does at install.
+With --zip every pack of A also writes a zip (and the edit "reading every object" also
+loses the records of the kept streams' last hash, zip-streams/*/*.hashed: every stream is
+read again, as before). bundler's bytecode is compiled first, as pip does at install.
+Each step's CPU time (its children's user + system) is printed beside its wall time: on
+a machine other work loads, wall time moves with the load, CPU time much less.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -44,9 +48,19 @@ from pack_wheels import RECIPE, time_unzip, warm, wheels_for, write_spec  # noqa
 
 from bundler.recipe.load import find_recipe  # noqa: E402
 
+_CPU: dict[str, float] = {}   # the CPU seconds of the last pack (children's user + system)
+
+
+def children_cpu() -> float:
+    """User + system seconds of every child process that has ended so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
 
 def pack(spec: Path, store: Path, *more: str) -> tuple[float, dict[str, object]]:
-    """Seconds of `bundler pack --json` in a child process, and its summary."""
+    """Seconds of `bundler pack --json` in a child process, and its summary; its CPU
+    seconds in _CPU["last"]."""
+    cpu = children_cpu()
     env = {**os.environ, "BUNDLER_NO_PROGRESS": "1", "PYTHONPATH": str(REPO),
            "BUNDLER_STORE": str(store)}
     start = time.perf_counter()
@@ -54,6 +68,7 @@ def pack(spec: Path, store: Path, *more: str) -> tuple[float, dict[str, object]]
                            "--quiet", *more], capture_output=True, text=True, env=env,
                           check=False)
     elapsed = time.perf_counter() - start
+    _CPU["last"] = children_cpu() - cpu
     if done.returncode != 0:
         sys.exit(f"pack failed:\n{done.stderr}")
     summary: dict[str, object] = json.loads(done.stdout)
@@ -78,24 +93,35 @@ def one_run(work: Path, wheels: dict[str, Path], zipped: bool) -> dict[str, floa
         specs[name] = write_spec(folder, wheels, [])
     more = ("--zip", str(work / "A" / "app.zip")) if zipped else ()
     os.sync()
+    cpu = children_cpu()
     figures = {"unzip": time_unzip(recipe, [], wheels, work / "unzipped")}
+    figures["unzip_cpu"] = children_cpu() - cpu
     shutil.rmtree(work / "unzipped")
     os.sync()
     figures["cold"], _ = pack(specs["A"], store, *more)
+    figures["cold_cpu"] = _CPU["last"]
     edit(work / "A", "first edit")
     figures["first_edit"], _ = pack(specs["A"], store, *more)
+    figures["first_edit_cpu"] = _CPU["last"]
     edit(work / "A", "second edit")
     figures["edit"], summary = pack(specs["A"], store, *more)
+    figures["edit_cpu"] = _CPU["last"]
+    if zipped:
+        print(f"  the edit's zip members: {summary['zip_members']}", flush=True)
     assert summary["up_to_date"] is False and \
         summary["packed_in_full_because"] == "app/main.py changed since the last pack", summary
     shutil.rmtree(store / "hashed")   # what every re-pack did before: read every object
+    for record in (store / "zip-streams").glob("*/*.hashed"):   # and every kept stream
+        record.unlink()
     edit(work / "A", "third edit")
     figures["edit_reading_all"], _ = pack(specs["A"], store, *more)
+    figures["edit_reading_all_cpu"] = _CPU["last"]
     pack(specs["A"], store, *more)   # records the stamps again
     pack(specs["B"], store)
     shutil.rmtree(work / "B")
     os.sync()
     figures["after_b"], summary = pack(specs["A"], store, *more)
+    figures["after_b_cpu"] = _CPU["last"]
     figures["after_b_up_to_date"] = float(summary["up_to_date"] is True)
     return figures
 
@@ -120,15 +146,20 @@ def main() -> None:
     unzip = median["unzip"]
     print(f"{RECIPE}, full set{' with --zip' if args.zip else ''}, {args.runs} runs "
           f"(median; each run from an empty store), {os.cpu_count()} cores")
-    print(f"  unzip (the runtime's members)      {unzip:6.2f} s")
+    print(f"  unzip (the runtime's members)      {unzip:6.2f} s  "
+          f"(CPU {median['unzip_cpu']:.2f} s)")
     for key, label in (("cold", "cold pack"), ("first_edit", "first edit after it"),
                        ("edit", "an edit (objects not read)"),
                        ("edit_reading_all", "an edit, every object read"),
                        ("after_b", "after app B packed and deleted")):
         each = ", ".join(f"{r[key]:.2f}" for r in runs)
-        print(f"  {label:34} {median[key]:6.2f} s  {median[key] / unzip:.3f}x unzip  ({each})")
+        cpu = ", ".join(f"{r[key + '_cpu']:.2f}" for r in runs)
+        print(f"  {label:34} {median[key]:6.2f} s  {median[key] / unzip:.3f}x unzip  ({each})"
+              f"  CPU {median[key + '_cpu']:6.2f} s ({cpu})")
     print(f"  an edit against one reading every object: "
-          f"{median['edit'] / median['edit_reading_all']:.2f}x")
+          f"{median['edit'] / median['edit_reading_all']:.2f}x wall, "
+          f"{median['edit_cpu'] / median['edit_reading_all_cpu']:.2f}x CPU")
+    print(f"  load average at the end: {os.getloadavg()}")
     print(f"  up to date after app B: {sum(r['after_b_up_to_date'] for r in runs):.0f} of "
           f"{len(runs)} runs")
 

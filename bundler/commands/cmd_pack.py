@@ -170,7 +170,7 @@ def _print_fresh(fresh: up_to_date.Fresh, as_json: bool) -> None:
             "runtime_origin": {"files": {"previous": len(summary["files"])},
                                "linked": 0, "copied": 0},
             "zip_members": {**members, "reused": 0, "compressed": 0, "hashed": 0,
-                            "unchanged": True}
+                            "unread": 0, "unchanged": True}
             if members else None, "lock_changes": [], "warnings": []}, indent=2))
         return
     print(f"up to date: {summary['out']}: nothing changed since the pack of "
@@ -256,8 +256,10 @@ def _print_pack(result: PackResult) -> None:
             print(f"  zip members: {counts.members}; the zip already held them, every byte "
                   "checked: left as it was")
         else:
+            unread = f" ({counts.unread} copied unread, proven by their stamps)" \
+                if counts.unread else ""
             print(f"  zip members: {counts.members}; {counts.reused} reused from earlier "
-                  f"zips, {counts.compressed} compressed now")
+                  f"zips{unread}, {counts.compressed} compressed now")
     for item in result.skipped[:_SKIPPED_SHOWN]:   # what of the app the bundle lacks
         print(f"  not copied from the app folder: {item.path} ({item.why})")
     if len(result.skipped) > _SKIPPED_SHOWN:

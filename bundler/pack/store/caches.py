@@ -197,6 +197,7 @@ def prune_caches(store: Store | None, environ: Mapping[str, str]) -> list[CacheR
             streams = StreamCache(store.root, b"", "", size_cap(environ))
             for key, _ in report.removable:
                 streams.drop(key)
+            streams.drop_orphans()   # records of streams deleted by hand
             continue
         for path, _ in report.removable:
             target = Path(path)

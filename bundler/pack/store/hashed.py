@@ -20,6 +20,10 @@ or by a record) just before, and the file's size, modification time and file id 
 still the proven ones. A write that also puts the modification time back, made in the
 instant between that proof and the stamp after the link, is the one thing this does not
 see (docs/store.md says so). `bundler verify` reads every byte, always.
+
+The zip streams `--zip` keeps (store/zip_streams.py) are proven by the same rule, their
+records beside them (`zip-streams/ab/<key>.hashed`, sealed as another kind): `Records`
+names where a kind's records lie, so both share this code.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +46,23 @@ FOLDER = "hashed"
 _KIND = "hashed-object"
 _MAX_RECORD_BYTES = 64 << 10
 _CLOCK_TRIES = 2000   # x 1 ms: a coarse file-system clock moves on within milliseconds
+
+
+@dataclass(frozen=True)
+class Records:
+    """Where one kind of file's records of its last hash lie (`path`: store root and the
+    name the record is bound to -> its file), and the kind its seal binds: a record of
+    one kind is never taken for another's."""
+
+    kind: str
+    path: Callable[[Path, str], Path]
+
+
+def _path(store_root: Path, sha256: str) -> Path:
+    return store_root / FOLDER / sha256[:2] / f"{sha256}.json"
+
+
+OBJECTS = Records(_KIND, _path)   # the store's objects, by their sha256
 
 
 @dataclass(frozen=True)
@@ -61,13 +82,13 @@ class Proof:
     crc: int | None
 
 
-def known(store_root: Path, key: bytes, sha256: str, now: Sequence[int]
-          ) -> Known | None:
+def known(store_root: Path, key: bytes, sha256: str, now: Sequence[int],
+          records: Records = OBJECTS) -> Known | None:
     """The record of `sha256` if it names the stamp `now` (the object's, taken by the
     caller) and that stamp is older than the clock the record was made by."""
     try:
-        body = unseal(key, _KIND, sha256, read_json(_path(store_root, sha256),
-                                                    _MAX_RECORD_BYTES, BundlerError, ""))
+        body = unseal(key, records.kind, sha256, read_json(
+            records.path(store_root, sha256), _MAX_RECORD_BYTES, BundlerError, ""))
         if not isinstance(body, dict) or body["stamp"] != list(now) or \
                 not now[2] < int(body["at"]):
             return None
@@ -78,19 +99,19 @@ def known(store_root: Path, key: bytes, sha256: str, now: Sequence[int]
 
 
 def remember(store_root: Path, key: bytes, sha256: str, proven: Sequence[int], at: int,
-             crc: int | None = None) -> bool:
+             crc: int | None = None, records: Records = OBJECTS) -> bool:
     """Record that the object had `sha256` for its bytes with stamp `proven`, read after
     the file-system clock showed `at`. Nothing is kept where the stamp is not older than
     `at` (the racy rule) or the store cannot be written."""
     if not proven[2] < at:
         return False
-    path = _path(store_root, sha256)
+    path = records.path(store_root, sha256)
     body = {"stamp": list(proven), "at": at, "crc": crc}
     try:
         make_folder(path.parent)   # never group-writable (store/trust.py)
         handle, temporary = tempfile.mkstemp(prefix=f".{sha256[:16]}.", dir=path.parent)
         with os.fdopen(handle, "wb") as out:
-            out.write(json_bytes(seal(key, _KIND, sha256, body)))
+            out.write(json_bytes(seal(key, records.kind, sha256, body)))
         os.replace(temporary, path)
     except OSError:
         return False
@@ -117,9 +138,9 @@ def relinked(store_root: Path, key: bytes, proofs: Iterable[Proof]) -> None:
             remember(store_root, key, proof.sha256, now, at, proof.crc)
 
 
-def forget(store_root: Path, sha256: str) -> None:
+def forget(store_root: Path, sha256: str, records: Records = OBJECTS) -> None:
     with contextlib.suppress(OSError):
-        _path(store_root, sha256).unlink()
+        records.path(store_root, sha256).unlink()
 
 
 def _same_but_change_time(now: Sequence[int], then: Sequence[int]) -> bool:
@@ -156,7 +177,3 @@ def _file_system_clock(store_root: Path) -> int | None:
             os.unlink(name)
     except OSError:
         return None
-
-
-def _path(store_root: Path, sha256: str) -> Path:
-    return store_root / FOLDER / sha256[:2] / f"{sha256}.json"

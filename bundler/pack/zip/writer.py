@@ -5,7 +5,11 @@ and ended with a sync flush (the last one finished), as pigz does: the pieces co
 on a pool of threads (zlib lets go of the GIL) and their outputs, joined in order, are
 one deflate stream whose bytes depend only on the member's bytes, never on the number of
 threads or on which stream came from the cache. A member whose stream was kept by an
-earlier zip is copied from there, its header's CRC and sizes from the kept record.
+earlier zip is copied from there, its header's CRC and sizes from the kept record: by
+the kernel (support/file_copy.py), unread, where the record of the stream's last hash
+still names its stamp (store/zip_streams.py: a one-file edit then writes the other
+members' gigabyte without hashing it again); else read, hashed against its record as it
+is copied, and that record of its last hash written after.
 
 The zip's own structure (local headers, central directory, zip64 where a size or an
 offset needs it) is written here, as zipfile writes it: no extra fields, no data
@@ -29,8 +33,10 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from bundler.formats.swap_journal import checkpoint
-from bundler.pack.store.zip_streams import StreamCache, StreamRecord
+from bundler.pack.store.zip_streams import KeptStream, StreamCache, StreamRecord
 from bundler.support.deflate import Compressor, crc32
+from bundler.support.file_copy import copy_range
+from bundler.support.file_stamps import stamp
 
 PIECE = 1 << 20
 _DICTIONARY = 1 << 15   # deflate's window: what a piece may refer back to
@@ -61,6 +67,7 @@ class ZipCounts:
     reused: int       # streams copied from the kept ones
     compressed: int   # members deflated now
     hashed: int = 0   # members read to learn their sha256 (the rest were known)
+    unread: int = 0   # of `reused`: copied unread, their bytes proven by the stamp record
     unchanged: bool = False   # the zip already held these bytes: left as it was
     compressor: str = ""   # what deflates the members, its version and level
 
@@ -109,6 +116,9 @@ class ZipWriter:
         self.reused = 0
         self.compressed = 0
         self.hashed = 0
+        self.unread = 0
+        self._clock: int | None = None   # read once, before the first stream is read
+        self._clock_read = False
 
     def write(self, members: list[Member]) -> ZipCounts:
         ops: queue.Queue[_Op] = queue.Queue(maxsize=2 * self._workers + 2)
@@ -126,7 +136,7 @@ class ZipWriter:
                         ops.get(timeout=0.05)
         self._write_end()
         return ZipCounts(len(members), self.reused, self.compressed, self.hashed,
-                         compressor=self._compressor.settings)
+                         self.unread, compressor=self._compressor.settings)
 
     # ------------------------------------------------------------ the reader thread
 
@@ -234,27 +244,73 @@ class ZipWriter:
             offset if offset <= ZIP64_LIMIT else 0xFFFFFFFF) + name + extra
 
     def _copy(self, op: _Start) -> bool:
-        """Copy a kept stream; False (the zip as before it) if its bytes do not hash to
-        its record: the stream is dropped and the member compressed."""
+        """Copy a kept stream: unread where the record of its last hash proves its
+        bytes, else read and hashed as it is copied. False (the zip as before it) if its
+        bytes do not hash to its record: the stream is dropped and the member
+        compressed."""
         kept = op.kept
-        assert self._streams is not None and kept is not None
-        record: StreamRecord = kept.record  # type: ignore[attr-defined]
+        assert self._streams is not None and isinstance(kept, KeptStream)
+        record: StreamRecord = kept.record
         offset = self._entry(op.member, record.crc, record.compressed, record.size)
-        digest = hashlib.sha256()
-        with open(kept.path, "rb") as stream:  # type: ignore[attr-defined]
-            while chunk := stream.read(PIECE):
-                digest.update(chunk)
-                self._out.write(chunk)
-        if digest.hexdigest() != record.stream_sha256 or \
-                self._out.tell() - offset - self._header_size(op.member) != record.compressed:
-            self._streams.drop(kept.key)  # type: ignore[attr-defined]
+        if self._copied_unread(kept):
+            self.unread += 1
+        elif not self._copied_read(kept, offset, op.member):
+            self._streams.drop(kept.key)
             self._out.seek(offset)
             self._out.truncate()
             self._central.pop()
             return False
         self._progress(record.size)
-        self.used.add(kept.key)  # type: ignore[attr-defined]
+        self.used.add(kept.key)
         self.reused += 1
+        return True
+
+    def _copied_unread(self, kept: KeptStream) -> bool:
+        """Copy the stream by the kernel if its stamp is the one recorded when it last
+        hashed, and still is once copied (a write meanwhile would change it): the bytes
+        go into the zip without entering this process. False, with nothing written: read
+        it (_copied_read)."""
+        assert self._streams is not None
+        before = self._streams.proven(kept)
+        if before is None:
+            return False
+        start = self._out.tell()
+        self._out.flush()   # the header, still in the buffer, goes before the stream
+        try:
+            with open(kept.path, "rb") as stream:
+                done = copy_range(stream.fileno(), self._out.fileno(), 0, start,
+                                  kept.record.compressed)
+        except OSError:
+            done = -1   # gone since its stamp was taken: read (and fail) below
+        self._out.seek(start + max(done, 0))   # the kernel moved the file, not the buffer
+        if done == kept.record.compressed and self._streams.proven(kept) == before:
+            return True
+        self._out.seek(start)
+        self._out.truncate()
+        return False
+
+    def _copied_read(self, kept: KeptStream, offset: int, member: Member) -> bool:
+        """Copy the stream through this process, hashing it; True if its bytes are its
+        record's, and then the record of its last hash written (where nothing wrote the
+        stream while it was read: store/zip_streams.py's `record_hash`)."""
+        assert self._streams is not None
+        if not self._clock_read:   # before any stream is read: the racy-stamp rule's clock
+            self._clock, self._clock_read = self._streams.clock(), True
+        record = kept.record
+        digest = hashlib.sha256()
+        try:
+            before = stamp(kept.path)
+            stream = open(kept.path, "rb")   # noqa: SIM115  # closed below
+        except OSError:   # gone since it was found: compressed anew
+            return False
+        with stream:   # an error writing the zip is the zip's: it is not caught here
+            while chunk := stream.read(PIECE):
+                digest.update(chunk)
+                self._out.write(chunk)
+        if digest.hexdigest() != record.stream_sha256 or \
+                self._out.tell() - offset - self._header_size(member) != record.compressed:
+            return False
+        self._streams.record_hash(kept, before, self._clock)
         return True
 
     def _header_size(self, member: Member) -> int:
