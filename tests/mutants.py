@@ -55,6 +55,7 @@ ZIP_TESTS = ("tests/integration/test_zip_output.py",)
 ZIP_WRITER = "bundler/pack/zip/writer.py"
 ZIP_STREAMS = "bundler/pack/store/zip_streams.py"
 ZIP_REUSE_TESTS = ("tests/integration/test_zip_reuse.py",)
+ZIP_UNREAD_TESTS = ("tests/integration/test_zip_unread.py",)
 ZIP_UNCHANGED = "bundler/pack/zip/unchanged.py"
 ZIP_UNCHANGED_TESTS = ("tests/integration/test_zip_unchanged.py",)
 ZIP_LEVEL_TESTS = ("tests/integration/test_zip_level.py",)
@@ -462,7 +463,7 @@ MUTANTS = (
            "return self._streams.find(content, member.size), content",
            "return None, content", ZIP_REUSE_TESTS),
     Mutant("zip-stream-unchecked", "--zip: a kept stream is copied without its hash checked",
-           ZIP_WRITER, "if digest.hexdigest() != record.stream_sha256 or \\\n",
+           ZIP_STREAMS, "if digest.hexdigest() != kept.record.stream_sha256 or \\\n",
            "if False and \\\n", ZIP_REUSE_TESTS),
     Mutant("zip-record-unsealed", "--zip: a kept stream's record is read without its seal",
            ZIP_STREAMS, "body = unseal(self._key, _KIND, key,",
@@ -474,6 +475,41 @@ MUTANTS = (
            "again", "bundler/pack/pipeline.py",
            "{str(i.path): i.sha256 for i in staged}, zip_level)", "{}, zip_level)",
            ZIP_REUSE_TESTS),
+    # Issue 41 item 4: an edit re-packed with --zip copies the kept streams unread.
+    Mutant("zip-stream-stamp-unchecked", "--zip: a kept stream with a record of its last "
+           "hash is copied unread whatever its stamp", ZIP_STREAMS,
+           "        if now[0] != kept.record.compressed or hashed.known(\n"
+           "                self._root, self._key, kept.key, now, _HASHED) is None:\n",
+           "        if False:\n", ZIP_UNREAD_TESTS),
+    Mutant("zip-stream-records-unused", "--zip: every kept stream is read and hashed again",
+           ZIP_STREAMS, "        before = self._proven(kept)\n",
+           "        before = None\n", ZIP_UNREAD_TESTS),
+    Mutant("zip-stream-hash-unrecorded", "--zip: a kept stream read and hashed leaves no "
+           "record of its stamp", ZIP_STREAMS,
+           "            if self._clock is not None and stamp(kept.path) == before:",
+           "            if False:",
+           ZIP_UNREAD_TESTS),
+    Mutant("zip-stream-copy-unrechecked", "--zip: a stream written while the kernel copies "
+           "it is taken", ZIP_STREAMS,
+           "        if done == kept.record.compressed and self._proven(kept) == before:",
+           "        if done == kept.record.compressed:", ZIP_UNREAD_TESTS),
+    Mutant("zip-stream-record-outlives-stream", "--zip: a dropped (pruned, trimmed) stream "
+           "leaves the record of its last hash", ZIP_STREAMS,
+           "        for path in (*self._paths(key), _HASHED.path(self._root, key)):",
+           "        for path in self._paths(key):", ZIP_UNREAD_TESTS),
+    Mutant("zip-stream-orphan-records-kept", "cache prune leaves the records of streams "
+           "deleted by hand", "bundler/pack/store/caches.py",
+           "            streams.drop_orphans()   # records of streams deleted by hand\n",
+           "            pass\n", ZIP_UNREAD_TESTS),
+    Mutant("zip-stream-records-of-object-kind", "--zip: a stream's record of its last hash "
+           "is sealed as an object's (one is taken for the other)", ZIP_STREAMS,
+           '_HASHED = hashed.Records("hashed-zip-stream",',
+           '_HASHED = hashed.Records("hashed-object",', ZIP_UNREAD_TESTS),
+    Mutant("file-copy-no-fallback", "a kernel that refuses copy_file_range (EXDEV, ENOSYS) "
+           "fails the copy", "bundler/support/file_copy.py",
+           "        except OSError:   # ENOSYS, EXDEV, EINVAL...: this way cannot copy these "
+           "files\n            continue\n", "        except OSError:\n            raise\n",
+           ZIP_UNREAD_TESTS),
     Mutant("zip-one-lane", "--zip: pieces are compressed on one thread", ZIP_WRITER,
            'ThreadPoolExecutor(self._workers, thread_name_prefix="zip")',
            'ThreadPoolExecutor(1, thread_name_prefix="zip")', ZIP_REUSE_TESTS),

@@ -41,6 +41,7 @@ from bundler.errors import BundlerError
 from bundler.pack.store import hashed
 from bundler.pack.store.seal import seal, unseal
 from bundler.pack.store.trust import make_folder
+from bundler.support.file_copy import copy_range
 from bundler.support.file_stamps import Stamp, stamp
 from bundler.support.json_files import json_bytes, read_json
 
@@ -48,6 +49,8 @@ FOLDER = "zip-streams"
 _KIND = "zip-stream"
 _MAX_RECORD_BYTES = 4096
 HASHED = ".hashed"   # the suffix of a stream's record of its last hash
+UNREAD, READ = "unread", "read"   # how copy_into copied a kept stream
+_PIECE = 1 << 20
 # Where the records of each stream's last hash lie: beside the stream, so that whatever
 # removes a stream by its key (drop) removes its record too.
 _HASHED = hashed.Records("hashed-zip-stream", lambda root, key: (
@@ -84,6 +87,8 @@ class StreamCache:
         self._key = key
         self._settings = settings
         self._cap = cap
+        self._clock: int | None = None   # read once, before the first stream is read
+        self._clock_read = False
 
     def key_for(self, content_sha256: str) -> str:
         return hashlib.sha256(f"{content_sha256}\0{self._settings}".encode()).hexdigest()
@@ -109,7 +114,17 @@ class StreamCache:
             return None
         return KeptStream(stream, record, key)
 
-    def proven(self, kept: KeptStream) -> Stamp | None:
+    def copy_into(self, kept: KeptStream, out: BinaryIO) -> str | None:
+        """Write the kept stream's bytes at `out`'s position (a file open for writing):
+        UNREAD, by the kernel, where the record of its last hash proves them; READ where
+        they were read and hashed to its record as they were copied (that record then
+        written); None if they do not hash to it (what was written is the caller's to
+        undo)."""
+        if self._copied_unread(kept, out):
+            return UNREAD
+        return READ if self._copied_read(kept, out) else None
+
+    def _proven(self, kept: KeptStream) -> Stamp | None:
         """The stream's stamp now, if the record of its last hash names it (and the
         stamp is older than the clock that record was made by): its bytes are then the
         ones that hashed to its record, without reading them. None: read them."""
@@ -122,22 +137,54 @@ class StreamCache:
             return None
         return now
 
-    def clock(self) -> int | None:
-        """The file system's clock, read before streams are read (store/hashed.py)."""
-        return hashed.clock(self._root)
-
-    def record_hash(self, kept: KeptStream, before: Stamp, at: int | None) -> None:
-        """Record that the stream's bytes hashed to its record, read with stamp `before`
-        after the clock showed `at`: only where its stamp is still `before` (nothing
-        wrote it while it was read) and older than `at` (the racy rule)."""
-        if at is None:
-            return
+    def _copied_unread(self, kept: KeptStream, out: BinaryIO) -> bool:
+        """Copy the stream by the kernel if its stamp is the one recorded when it last
+        hashed, and still is once copied (a write meanwhile changes it). False, with
+        nothing written: read it."""
+        before = self._proven(kept)
+        if before is None:
+            return False
+        start = out.tell()
+        out.flush()   # what the buffer holds (the member's header) goes first
         try:
-            after = stamp(kept.path)
+            with open(kept.path, "rb") as stream:
+                done = copy_range(stream.fileno(), out.fileno(), 0, start,
+                                  kept.record.compressed)
         except OSError:
-            return
-        if after == before:
-            hashed.remember(self._root, self._key, kept.key, after, at, records=_HASHED)
+            done = -1   # gone since its stamp was taken: read (and fail) instead
+        out.seek(start + max(done, 0))   # the kernel moved the file, not the buffer
+        if done == kept.record.compressed and self._proven(kept) == before:
+            return True
+        out.seek(start)
+        out.truncate()
+        return False
+
+    def _copied_read(self, kept: KeptStream, out: BinaryIO) -> bool:
+        """Copy the stream through this process, hashing it; True if its bytes are its
+        record's, and then the record of its last hash written where nothing wrote the
+        stream while it was read and its stamp is older than the clock read before the
+        first stream was (store/hashed.py's racy-stamp rule)."""
+        if not self._clock_read:
+            self._clock, self._clock_read = hashed.clock(self._root), True
+        start = out.tell()
+        digest = hashlib.sha256()
+        try:
+            before = stamp(kept.path)
+            stream = open(kept.path, "rb")   # noqa: SIM115  # closed below
+        except OSError:   # gone since it was found: compressed anew
+            return False
+        with stream:   # an error writing the zip is the zip's: it is not caught here
+            while chunk := stream.read(_PIECE):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != kept.record.stream_sha256 or \
+                out.tell() - start != kept.record.compressed:
+            return False
+        with contextlib.suppress(OSError):
+            if self._clock is not None and stamp(kept.path) == before:
+                hashed.remember(self._root, self._key, kept.key, before, self._clock,
+                                records=_HASHED)
+        return True
 
     @contextlib.contextmanager
     def new_stream(self) -> Iterator[BinaryIO]:

@@ -6,10 +6,9 @@ on a pool of threads (zlib lets go of the GIL) and their outputs, joined in orde
 one deflate stream whose bytes depend only on the member's bytes, never on the number of
 threads or on which stream came from the cache. A member whose stream was kept by an
 earlier zip is copied from there, its header's CRC and sizes from the kept record: by
-the kernel (support/file_copy.py), unread, where the record of the stream's last hash
-still names its stamp (store/zip_streams.py: a one-file edit then writes the other
-members' gigabyte without hashing it again); else read, hashed against its record as it
-is copied, and that record of its last hash written after.
+the kernel, unread, where the record of the stream's last hash still names its stamp (a
+one-file edit then writes the other members' gigabyte without hashing it again), else
+read and hashed against its record as it is copied (store/zip_streams.py, copy_into).
 
 The zip's own structure (local headers, central directory, zip64 where a size or an
 offset needs it) is written here, as zipfile writes it: no extra fields, no data
@@ -33,10 +32,8 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from bundler.formats.swap_journal import checkpoint
-from bundler.pack.store.zip_streams import KeptStream, StreamCache, StreamRecord
+from bundler.pack.store.zip_streams import UNREAD, KeptStream, StreamCache, StreamRecord
 from bundler.support.deflate import Compressor, crc32
-from bundler.support.file_copy import copy_range
-from bundler.support.file_stamps import stamp
 
 PIECE = 1 << 20
 _DICTIONARY = 1 << 15   # deflate's window: what a piece may refer back to
@@ -117,8 +114,6 @@ class ZipWriter:
         self.compressed = 0
         self.hashed = 0
         self.unread = 0
-        self._clock: int | None = None   # read once, before the first stream is read
-        self._clock_read = False
 
     def write(self, members: list[Member]) -> ZipCounts:
         ops: queue.Queue[_Op] = queue.Queue(maxsize=2 * self._workers + 2)
@@ -245,77 +240,25 @@ class ZipWriter:
 
     def _copy(self, op: _Start) -> bool:
         """Copy a kept stream: unread where the record of its last hash proves its
-        bytes, else read and hashed as it is copied. False (the zip as before it) if its
-        bytes do not hash to its record: the stream is dropped and the member
-        compressed."""
+        bytes, else read and hashed as it is copied (StreamCache.copy_into). False (the
+        zip as before it) if its bytes do not hash to its record: the stream is dropped
+        and the member compressed."""
         kept = op.kept
         assert self._streams is not None and isinstance(kept, KeptStream)
         record: StreamRecord = kept.record
         offset = self._entry(op.member, record.crc, record.compressed, record.size)
-        if self._copied_unread(kept):
-            self.unread += 1
-        elif not self._copied_read(kept, offset, op.member):
+        copied = self._streams.copy_into(kept, self._out)
+        if copied is None:
             self._streams.drop(kept.key)
             self._out.seek(offset)
             self._out.truncate()
             self._central.pop()
             return False
+        self.unread += copied == UNREAD
         self._progress(record.size)
         self.used.add(kept.key)
         self.reused += 1
         return True
-
-    def _copied_unread(self, kept: KeptStream) -> bool:
-        """Copy the stream by the kernel if its stamp is the one recorded when it last
-        hashed, and still is once copied (a write meanwhile would change it): the bytes
-        go into the zip without entering this process. False, with nothing written: read
-        it (_copied_read)."""
-        assert self._streams is not None
-        before = self._streams.proven(kept)
-        if before is None:
-            return False
-        start = self._out.tell()
-        self._out.flush()   # the header, still in the buffer, goes before the stream
-        try:
-            with open(kept.path, "rb") as stream:
-                done = copy_range(stream.fileno(), self._out.fileno(), 0, start,
-                                  kept.record.compressed)
-        except OSError:
-            done = -1   # gone since its stamp was taken: read (and fail) below
-        self._out.seek(start + max(done, 0))   # the kernel moved the file, not the buffer
-        if done == kept.record.compressed and self._streams.proven(kept) == before:
-            return True
-        self._out.seek(start)
-        self._out.truncate()
-        return False
-
-    def _copied_read(self, kept: KeptStream, offset: int, member: Member) -> bool:
-        """Copy the stream through this process, hashing it; True if its bytes are its
-        record's, and then the record of its last hash written (where nothing wrote the
-        stream while it was read: store/zip_streams.py's `record_hash`)."""
-        assert self._streams is not None
-        if not self._clock_read:   # before any stream is read: the racy-stamp rule's clock
-            self._clock, self._clock_read = self._streams.clock(), True
-        record = kept.record
-        digest = hashlib.sha256()
-        try:
-            before = stamp(kept.path)
-            stream = open(kept.path, "rb")   # noqa: SIM115  # closed below
-        except OSError:   # gone since it was found: compressed anew
-            return False
-        with stream:   # an error writing the zip is the zip's: it is not caught here
-            while chunk := stream.read(PIECE):
-                digest.update(chunk)
-                self._out.write(chunk)
-        if digest.hexdigest() != record.stream_sha256 or \
-                self._out.tell() - offset - self._header_size(member) != record.compressed:
-            return False
-        self._streams.record_hash(kept, before, self._clock)
-        return True
-
-    def _header_size(self, member: Member) -> int:
-        zip64 = member.size * 1.05 > ZIP64_LIMIT
-        return _LOCAL.size + len(_encoded(member.name)[0]) + (20 if zip64 else 0)
 
     def _compressed(self, op: _Start, ops: queue.Queue[_Op]) -> None:
         """Write a stream as its pieces come back (already submitted by the reader,
