@@ -199,17 +199,20 @@ def test_prune_and_the_size_cap_drop_the_record_with_the_stream(
         workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     zipped = tmp_path / "app.zip"
+    entry = workspace.root / "app" / "main.py"
+    original = entry.read_text()
     zip_pack(capsys, zipped, workspace)
     edit(workspace, "one")
-    zip_pack(capsys, zipped, workspace)   # records written
-    old_main = set(kept(".deflate"))
-    edit(workspace, "two")
+    zip_pack(capsys, zipped, workspace)   # the other streams read: their records written
+    before = set(kept(HASHED))
+    entry.write_text(original)   # the first main.py again: its stream read and recorded
     zip_pack(capsys, zipped, workspace)
-    edit(workspace, "three")
+    (recorded,) = set(kept(HASHED)) - before
+    edit(workspace, "two")
     monkeypatch.setenv("BUNDLER_STORE_MAX", "1")   # the size cap: what this zip used stays
     zip_pack(capsys, zipped, workspace)
-    gone = old_main - set(kept(".deflate"))
-    assert gone   # the earlier main.py streams
+    assert not recorded.with_suffix(".deflate").exists()   # trimmed...
+    assert not recorded.exists()                          # ...with its record
     assert {p.with_suffix(".deflate") for p in kept(HASHED)} <= set(kept(".deflate"))
     # A stream deleted by hand: prune removes the record of its last hash too.
     by_hand = kept(HASHED)[0].with_suffix(".deflate")
