@@ -20,6 +20,7 @@ from bundler.pack.store import hashed
 from bundler.pack.store import zip_streams as streams_module
 from bundler.pack.store.seal import seal, store_key
 from bundler.pack.store.zip_streams import FOLDER, HASHED, KeptStream, StreamCache
+from bundler.pack.zip import unchanged
 from bundler.support import file_copy
 from bundler.support.file_stamps import stamp
 from tests.harness.packing import Workspace, run_cli
@@ -96,8 +97,13 @@ def test_an_edit_copies_kept_streams_unread(
     assert first["unread"] == 0 and len(spy.read) == first["reused"] and not spy.copied
     assert len(kept(HASHED)) == first["reused"]   # each one's stamp recorded
     spy.clear()
+    compared: list[tuple[object, ...]] = []   # the old zip's streams hashed to compare
+    real_hash = unchanged._stream_sha256
+    monkeypatch.setattr(unchanged, "_stream_sha256",
+                        lambda *args: compared.append(args) or real_hash(*args))
     edit(workspace, "two")
     again = zip_pack(capsys, zipped, workspace)
+    assert compared == []   # the walk met the edit first: no stream of the old zip hashed
     assert again["compressed"] == 1 and again["reused"] == first["reused"]
     assert again["unread"] == again["reused"]   # every kept stream copied unread...
     assert spy.read == []                       # ...none read and hashed...

@@ -9,7 +9,10 @@ by its sha256 against the kept stream this pack would copy (the store's sealed r
 store/zip_streams.py). Only if every byte agrees and the file ends where the zip would,
 the zip is left as it is; at the first difference (a member with no kept stream, a
 header, a stream's hash) the zip is written anew, as before. The streams' hashes run on
-every core; the check never writes.
+every core, once the walk over the headers found no difference: a one-file edit differs
+at its member, and hashing the streams before it (the whole runtime: a bundle's top
+files sort before its runtime folder's, `main.py` after `cudnn/`) would cost a second
+or more of reading for a zip that is written anew anyway. The check never writes.
 """
 
 from __future__ import annotations
@@ -80,17 +83,16 @@ class _Comparer(ZipWriter):
                          progress)
         self._path = path
         self._hashes = hashes
-        self.checks: list[tuple[Future[str], str]] = []
+        # (start, length, sha256, member size) of each stream to check after the walk
+        self.streams: list[tuple[int, int, str, int]] = []
 
     def _copy(self, op: _Start) -> bool:
         kept = op.kept
         record: StreamRecord = kept.record  # type: ignore[attr-defined]
         self._entry(op.member, record.crc, record.compressed, record.size)
         start = self._out.tell()
-        self.checks.append((self._hashes.submit(_stream_sha256, self._path, start,
-                                                record.compressed), record.stream_sha256))
+        self.streams.append((start, record.compressed, record.stream_sha256, record.size))
         self._out.seek(start + record.compressed)
-        self._progress(record.size)
         self.used.add(kept.key)  # type: ignore[attr-defined]
         self.reused += 1
         return True
@@ -112,11 +114,20 @@ def same_zip(path: str, members: list[Member], compressor: Compressor, streams: 
             try:
                 counts = comparer.write(members)
             except _Differs:
-                for future, _ in comparer.checks:
-                    future.cancel()
+                return None   # no stream was hashed: they are checked after the walk
+            if out.tell() != size:
                 return None
-            same = out.tell() == size and all(
-                future.result() == expected for future, expected in comparer.checks)
+            checks: list[tuple[Future[str], str, int]] = [
+                (hashes.submit(_stream_sha256, path, start, length), expected, member)
+                for start, length, expected, member in comparer.streams]
+            same = True
+            for future, expected, member in checks:
+                same = future.result() == expected
+                if not same:
+                    for rest, _, _ in checks:
+                        rest.cancel()
+                    break
+                progress(member)
     except OSError:
         return None
     return (ZipCounts(counts.members, counts.reused, 0, counts.hashed, unchanged=True,
