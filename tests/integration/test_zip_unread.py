@@ -19,11 +19,12 @@ import pytest
 from bundler.pack.store import hashed
 from bundler.pack.store import zip_streams as streams_module
 from bundler.pack.store.seal import seal, store_key
-from bundler.pack.store.zip_streams import FOLDER, HASHED, KeptStream, StreamCache
+from bundler.pack.store.zip_streams import HASHED, KeptStream, StreamCache
 from bundler.pack.zip import unchanged
 from bundler.support import file_copy
 from bundler.support.file_stamps import stamp
 from tests.harness.packing import Workspace, run_cli
+from tests.integration.test_zip_reuse import streams, zip_pack
 
 
 @pytest.fixture
@@ -31,22 +32,13 @@ def workspace(standin_workspace: Workspace) -> Workspace:
     return standin_workspace
 
 
-def zip_pack(capsys: pytest.CaptureFixture[str], zipped: Path, workspace: Workspace,
-             *more: object) -> dict[str, int]:
-    code, out, err = run_cli(capsys, "pack", workspace.spec, "--zip", zipped, "--json",
-                             *more)
-    assert code == 0, err
-    counts: dict[str, int] = json.loads(out)["zip_members"]
-    return counts
-
-
 def edit(workspace: Workspace, text: str) -> None:
     entry = workspace.root / "app" / "main.py"
     entry.write_text(entry.read_text() + f"# {text}\n")
 
 
-def kept(kind: str) -> list[Path]:
-    return sorted((Path(os.environ["BUNDLER_STORE"]) / FOLDER).glob(f"*/*{kind}"))
+def kept(suffix: str) -> list[Path]:
+    return streams(suffix.lstrip("."))
 
 
 class Spy:
@@ -81,7 +73,7 @@ def fresh_zip(capsys: pytest.CaptureFixture[str], workspace: Workspace, zipped: 
     """The zip of the bundle as it is now, compressed anew without any store."""
     with monkeypatch.context() as patched:
         patched.setenv("BUNDLER_STORE", "off")
-        assert zip_pack(capsys, zipped, workspace, "--recheck")["reused"] == 0
+        assert zip_pack(capsys, workspace, zipped, "--recheck")["reused"] == 0
     return zipped.read_bytes()
 
 
@@ -89,10 +81,10 @@ def test_an_edit_copies_kept_streams_unread(
         workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     zipped = tmp_path / "app.zip"
-    cold = zip_pack(capsys, zipped, workspace)
+    cold = zip_pack(capsys, workspace, zipped)
     spy = Spy(monkeypatch)
     edit(workspace, "one")
-    first = zip_pack(capsys, zipped, workspace)   # streams the cold zip made: read once
+    first = zip_pack(capsys, workspace, zipped)   # streams the cold zip made: read once
     assert first["compressed"] == 1 and first["reused"] == cold["compressed"] - 1
     assert first["unread"] == 0 and len(spy.read) == first["reused"] and not spy.copied
     assert len(kept(HASHED)) == first["reused"]   # each one's stamp recorded
@@ -102,7 +94,7 @@ def test_an_edit_copies_kept_streams_unread(
     monkeypatch.setattr(unchanged, "_stream_sha256",
                         lambda *args: compared.append(args) or real_hash(*args))
     edit(workspace, "two")
-    again = zip_pack(capsys, zipped, workspace)
+    again = zip_pack(capsys, workspace, zipped)
     assert compared == []   # the walk met the edit first: no stream of the old zip hashed
     assert again["compressed"] == 1 and again["reused"] == first["reused"]
     assert again["unread"] == again["reused"]   # every kept stream copied unread...
@@ -125,9 +117,9 @@ def test_a_kept_stream_changed_in_place_is_read_and_compressed_anew(
     member compressed anew. Another's modification time alone changed: read, found
     right, copied and its record renewed. The rest: unread."""
     zipped = tmp_path / "app.zip"
-    zip_pack(capsys, zipped, workspace)
+    zip_pack(capsys, workspace, zipped)
     edit(workspace, "one")
-    zip_pack(capsys, zipped, workspace)   # every kept stream read once: recorded
+    zip_pack(capsys, workspace, zipped)   # every kept stream read once: recorded
     damaged, touched = sorted(kept(".deflate"), key=lambda p: p.stat().st_size)[-2:]
     facts = damaged.stat()
     with open(damaged, "r+b") as out:
@@ -140,7 +132,7 @@ def test_a_kept_stream_changed_in_place_is_read_and_compressed_anew(
     os.utime(touched, ns=(1_000_000_000, 1_000_000_000))
     spy = Spy(monkeypatch)
     edit(workspace, "two")
-    again = zip_pack(capsys, zipped, workspace)
+    again = zip_pack(capsys, workspace, zipped)
     assert again["compressed"] == 2   # main.py and the damaged stream's member
     assert sorted(spy.read) == sorted([damaged, touched])   # the only ones read
     assert again["unread"] == again["reused"] - 1
@@ -150,7 +142,7 @@ def test_a_kept_stream_changed_in_place_is_read_and_compressed_anew(
                                             monkeypatch)
     spy.clear()
     edit(workspace, "three")   # the damaged member's new stream: no record yet, read once
-    last = zip_pack(capsys, zipped, workspace)
+    last = zip_pack(capsys, workspace, zipped)
     assert last["unread"] == last["reused"] - 1 and spy.read == [damaged]
 
 
@@ -160,9 +152,9 @@ def test_a_stream_written_while_the_kernel_copies_it_is_read_instead(
     """The stamp is taken again once a stream is copied unread: a write during the copy
     moves it, and the stream is read, found wrong and its member compressed anew."""
     zipped = tmp_path / "app.zip"
-    zip_pack(capsys, zipped, workspace)
+    zip_pack(capsys, workspace, zipped)
     edit(workspace, "one")
-    zip_pack(capsys, zipped, workspace)
+    zip_pack(capsys, workspace, zipped)
     largest = max(kept(".deflate"), key=lambda p: p.stat().st_size)
     real = file_copy.copy_range
 
@@ -175,7 +167,7 @@ def test_a_stream_written_while_the_kernel_copies_it_is_read_instead(
 
     monkeypatch.setattr(streams_module, "copy_range", written_meanwhile)
     edit(workspace, "two")
-    again = zip_pack(capsys, zipped, workspace)
+    again = zip_pack(capsys, workspace, zipped)
     assert again["compressed"] == 2 and again["unread"] == again["reused"]
     assert zipped.read_bytes() == fresh_zip(capsys, workspace, tmp_path / "f.zip",
                                             monkeypatch)
@@ -187,16 +179,16 @@ def test_a_record_of_another_kind_or_key_proves_no_stream(
     """A store object's record of its last hash, sealed with the store's key, put in a
     stream's place names the right stamp but is not a stream's: the stream is read."""
     zipped = tmp_path / "app.zip"
-    zip_pack(capsys, zipped, workspace)
+    zip_pack(capsys, workspace, zipped)
     edit(workspace, "one")
-    zip_pack(capsys, zipped, workspace)
+    zip_pack(capsys, workspace, zipped)
     record = max(kept(HASHED), key=lambda p: p.with_suffix(".deflate").stat().st_size)
     body = json.loads(record.read_text())["body"]
     record.write_text(json.dumps(seal(store_key(os.environ), "hashed-object", record.stem,
                                       body)))
     spy = Spy(monkeypatch)
     edit(workspace, "two")
-    again = zip_pack(capsys, zipped, workspace)
+    again = zip_pack(capsys, workspace, zipped)
     assert spy.read == [record.with_suffix(".deflate")]
     assert again["unread"] == again["reused"] - 1
 
@@ -207,16 +199,16 @@ def test_prune_and_the_size_cap_drop_the_record_with_the_stream(
     zipped = tmp_path / "app.zip"
     entry = workspace.root / "app" / "main.py"
     original = entry.read_text()
-    zip_pack(capsys, zipped, workspace)
+    zip_pack(capsys, workspace, zipped)
     edit(workspace, "one")
-    zip_pack(capsys, zipped, workspace)   # the other streams read: their records written
+    zip_pack(capsys, workspace, zipped)   # the other streams read: their records written
     before = set(kept(HASHED))
     entry.write_text(original)   # the first main.py again: its stream read and recorded
-    zip_pack(capsys, zipped, workspace)
+    zip_pack(capsys, workspace, zipped)
     (recorded,) = set(kept(HASHED)) - before
     edit(workspace, "two")
     monkeypatch.setenv("BUNDLER_STORE_MAX", "1")   # the size cap: what this zip used stays
-    zip_pack(capsys, zipped, workspace)
+    zip_pack(capsys, workspace, zipped)
     assert not recorded.with_suffix(".deflate").exists()   # trimmed...
     assert not recorded.exists()                          # ...with its record
     assert {p.with_suffix(".deflate") for p in kept(HASHED)} <= set(kept(".deflate"))
