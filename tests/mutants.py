@@ -66,6 +66,8 @@ FRESH_STAMPS = "bundler/pack/fresh_stamps.py"
 FRESH_INPUT_TESTS = ("tests/integration/test_up_to_date_inputs.py",)
 HASHED = "bundler/pack/store/hashed.py"
 HASHED_TESTS = ("tests/integration/test_store_hashed.py",)
+INSTALLED_AGAIN = "bundler/pack/builders/installed_again.py"
+INSTALLED_AGAIN_TESTS = ("tests/integration/test_embedded_python_installed_again.py",)
 # Issue 42 items 1 and 3 (the store's owners; what a lock pins).
 TRUST = "bundler/pack/store/trust.py"
 OWNERS_TESTS = "tests/integration/test_store_owners.py"
@@ -637,6 +639,20 @@ MUTANTS = (
            "    if False:\n", FRESH_INPUT_TESTS),
     Mutant("fresh-why-unsaid", "a full pack does not say why", "bundler/commands/cmd_pack.py",
            '    say(f"bundler: packing in full: {why}")\n', "", FRESH_INPUT_TESTS),
+    # Issue 41: the previous bundle's site-packages taken again (builders/installed_again.py).
+    Mutant("installed-again-unused", "every embedded-python re-pack unpacks its wheels "
+           "again", INSTALLED_AGAIN, "    if record is None or record.get(\"set\") != made_from:",
+           "    if True:", INSTALLED_AGAIN_TESTS),
+    Mutant("installed-again-stamp-unchecked", "a previous site-packages file is taken by "
+           "its record whatever its stamp now", INSTALLED_AGAIN,
+           "isinstance(recorded, list) and list(now) == recorded \\\n"
+           "                and now[2] < at:",
+           "True:", INSTALLED_AGAIN_TESTS),
+    Mutant("installed-again-own-writes-stamped", "the pack that unpacked the wheels records "
+           "the stamps of files it wrote (a write before the stamp goes unseen)",
+           INSTALLED_AGAIN, "        then = proven.get(relpath)\n",
+           "        then = proven.get(relpath) or stamp(site / relpath, follow_links=False)\n",
+           INSTALLED_AGAIN_TESTS),
     Mutant("hashed-stamp-unchecked", "the store takes an object's recorded hash whatever its "
            "stamp now", HASHED, 'body["stamp"] != list(now) or', "False or",
            HASHED_TESTS + FRESH_INPUT_TESTS),

@@ -8,6 +8,7 @@ import io
 import json
 import re
 import tokenize
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
@@ -233,15 +234,19 @@ def _insertion_line(tree: ast.Module) -> int:
     return at
 
 
-def built_files(root: Path, made: tuple[str, ...]) -> tuple[BuiltFile, ...]:
+def built_files(root: Path, made: tuple[str, ...], digests: Mapping[str, str] | None = None
+                ) -> tuple[BuiltFile, ...]:
     """Each file below `root` at or under the paths a builder added (`made`), hashed
-    for the manifest, sorted by path."""
+    for the manifest, sorted by path. `digests`: the sha256 the builder computed as it
+    wrote a file, or proved (by path relative to `root`): taken, not read again."""
     found = []
+    digests = digests or {}
     for relpath in made:
         top = root / relpath
         paths = [top] if top.is_file() else [p for p in top.rglob("*") if p.is_file()]
         for path in paths:
-            found.append(BuiltFile(path.relative_to(root).as_posix(), path.stat().st_size,
+            name = path.relative_to(root).as_posix()
+            found.append(BuiltFile(name, path.stat().st_size, digests.get(name) or
                                    sha256_file(path, f"hashing {path.name}")))
     return tuple(sorted(found, key=lambda f: f.path))
 

@@ -22,6 +22,7 @@ from bundler.pack.app_scan import Need, refuse_unfit_release, scan_app
 from bundler.pack.builders import builder_named
 from bundler.pack.builders.base import BuildOptions, Skipped
 from bundler.pack.builders.folder import check_entry
+from bundler.pack.builders.installed_again import kept_at
 from bundler.pack.emit import build_manifest, built_files
 from bundler.pack.fresh_stamps import own_dependencies
 from bundler.pack.lock import Lock, LockPolicy, bundle_record, check_lock, read_lock, spec_record
@@ -92,18 +93,14 @@ class PackResult:
     trust: Mapping[str, str] = field(default_factory=dict)
     # what of the app folder the bundle does not carry, and why
     skipped: tuple[Skipped, ...] = ()
-    # what went wrong on the side without failing the pack (the store is a cache)
-    warnings: tuple[str, ...] = ()
-    # what changed in the lock (a spec change it followed, --update-lock), if anything
-    lock_changes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()   # what went wrong on the side (the store is a cache)
+    lock_changes: tuple[str, ...] = ()   # a spec change the lock followed, --update-lock
     zip_path: Path | None = None   # --zip: the bundle as one deterministic zip
     zip_counts: ZipCounts | None = None   # its members: streams reused, compressed now
-    # libraries app files import that neither the bundle nor the OS provides
-    unprovided: tuple[Unprovided, ...] = ()
+    unprovided: tuple[Unprovided, ...] = ()   # imported; neither bundle nor OS has them
     environment: str = ""   # the app's Python environment, examined for second copies
     left_out_wheels: tuple[LeftOutWheel, ...] = ()   # nvidia-* wheels the bundle replaces
-    # None where the builder reads what bundler cannot list (PyInstaller)
-    made_from: MadeFrom | None = None
+    made_from: MadeFrom | None = None   # None: the builder reads what bundler cannot list
 
 
 def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | None = None,
@@ -154,7 +151,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             built = builder.build(spec, recipe, staging.folder, target, BuildOptions(
                 environ, offline, reusable_wheels(spec, _old_lock(spec.lock_path), policy,
                                                   recipe.target),
-                own_data=own))
+                own_data=own, keeping=kept_at(store, target, copy)))
             app_root, bootstrap = built.root, built.bootstrap
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
@@ -167,7 +164,8 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             warnings.extend(reuse.notes)   # a stored file gone at link time: input read
             manifest = build_manifest(recipe, [c.name for c in selection.components],
                                       spec.runtime_dir, made.resolved, bootstrap,
-                                      spec.require_driver, built_files(app_root, built.made))
+                                      spec.require_driver,
+                                      built_files(app_root, built.made, built.digests))
             write_manifest(runtime_dir / MANIFEST_NAME, manifest)
             identities = made.identities
             lock = replace(_lock(spec, recipe, selection, sources, staged, identities,
@@ -197,6 +195,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             # the stored files this pack proved, as their stamps are now that its links
             # are made and the old bundle's are gone: the next pack need not read them
             relinked(store.root, store.key, reuse.proofs)
+        built.in_place(target / app_root.relative_to(staging.folder))   # what it proved
     finally:
         close_all(sources)
         if zipped is not None:

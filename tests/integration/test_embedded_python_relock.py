@@ -194,9 +194,11 @@ def test_a_wheel_missing_from_the_cache_is_named_offline_and_fetched_by_pin_onli
         caught.value.message
     assert caught.value.hint.startswith("pack once without --offline")
     assert pip_calls(app) == []
-    # A damaged copy is as good as none: online, exactly that pin is fetched, by hash.
+    # A damaged copy is as good as none: online, exactly that pin is fetched, by hash
+    # (into another bundle: a re-pack of the same one takes its site-packages again,
+    # reading no wheel, builders/installed_again.py).
     cached.write_bytes(b"not a wheel")
-    again = pack(load_spec(app), environ=environ)
+    again = pack(load_spec(app), out=app.parent / "online", environ=environ)
     calls = pip_calls(app)
     assert [call[0] for call in calls] == ["download"]
     assert {"--no-deps", "--require-hashes"} <= set(calls[0])

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.formats.manifest import BootstrapEntry
+from bundler.pack.builders.installed_again import Keeping
 from bundler.pack.builders.pip_wheels import LockedWheel
 from bundler.pack.one_copy import LeftOutWheel
 
@@ -38,6 +39,12 @@ class BuiltApp:
     left_out: tuple[LeftOutWheel, ...] = ()
     # embedded-python: the wheel set installed for app.requirements (for the lock)
     wheels: tuple[LockedWheel, ...] | None = None
+    # sha256 of files the builder wrote or proved, by path relative to `root`: the
+    # manifest takes them instead of reading the files again
+    digests: Mapping[str, str] = field(default_factory=dict)
+    # run once the bundle is in place, given its final `root` (embedded-python records
+    # its site-packages for the next pack: builders/installed_again.py)
+    in_place: Callable[[Path], None] = lambda root: None
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,9 @@ class BuildOptions:
     locked_wheels: tuple[LockedWheel, ...] | None = None
     # bundler's own files (the spec, its lock, inputs, store, cache): never copied
     own_data: Mapping[Path, str] = field(default_factory=dict)
+    # where an embedded-python pack may take the previous bundle's site-packages again
+    # and record its own (None: the store is off, or --copy)
+    keeping: Keeping | None = None
 
 
 @dataclass(frozen=True)

@@ -69,11 +69,12 @@ class LockedWheel:
 def install_requirements(requirements: Path, embed: Embeddable, target: ResolveTarget,
                          site_packages: Path, environ: Mapping[str, str], offline: bool,
                          locked: tuple[LockedWheel, ...] | None = None
-                         ) -> tuple[LockedWheel, ...]:
+                         ) -> tuple[tuple[LockedWheel, ...], dict[str, str]]:
     """Install what `requirements` names, resolved for `target` as wheels, into
     `site_packages`, and return the wheel set. `locked`: the set the lock names for
     these very requirement files and this target; then exactly those wheels are
-    installed from the wheel cache (checked by sha256), with no resolver and no index."""
+    installed from the wheel cache (checked by sha256), with no resolver and no index.
+    Also returns the sha256 of each file installed, by its path below site_packages."""
     if not requirements.is_file():
         raise SourceError(f"{requirements}: app.requirements names no such file",
                           "set app.requirements to a pip requirements file, relative to "
@@ -84,8 +85,7 @@ def install_requirements(requirements: Path, embed: Embeddable, target: ResolveT
               f"{requirements.name} from the wheel cache (requirements unchanged: "
               "nothing resolved)", file=sys.stderr)
         cached_wheels(locked, cache, requirements, embed, offline)
-        _install_files([cache / wheel.file for wheel in locked], site_packages)
-        return locked
+        return locked, _install_files([cache / wheel.file for wheel in locked], site_packages)
     print(f"bundler: resolving {requirements.name} for {target.describe()} with uv",
           file=sys.stderr)
     cache.mkdir(parents=True, exist_ok=True)
@@ -94,8 +94,7 @@ def install_requirements(requirements: Path, embed: Embeddable, target: ResolveT
         resolved = _check_hash_pins(
             requirements, _resolve(requirements, target, scratch, cache, offline))
         wheels = _fetched(resolved, requirements, embed, cache, scratch)
-        _install_files([cache / wheel.file for wheel in wheels], site_packages)
-        return wheels
+        return wheels, _install_files([cache / wheel.file for wheel in wheels], site_packages)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -228,11 +227,14 @@ def _keep_checked(fetched: Path, wheel: Wheel, cache: Path, requirements: Path) 
     os.replace(part, cache / wheel.file)
 
 
-def _install_files(wheels: list[Path], site_packages: Path) -> None:
+def _install_files(wheels: list[Path], site_packages: Path) -> dict[str, str]:
     """Exactly these wheels, unpacked by bundler (wheel_install), none other: what the
-    set of a resolve or of the lock holds, so both make the same site-packages."""
-    install_wheels(wheels, site_packages)
+    set of a resolve or of the lock holds, so both make the same site-packages. The
+    sha256 of each file still there, by its path below site_packages."""
+    digests = install_wheels(wheels, site_packages)
     _drop_scripts(site_packages / "bin")
+    return {relpath: digest for relpath, digest in digests.items()
+            if (site_packages / relpath).is_file()}
 
 
 def cached_wheels(locked: tuple[LockedWheel, ...], cache: Path, requirements: Path,

@@ -28,15 +28,19 @@ INSTALLER = b"bundler\n"
 _CHUNK = 1 << 20
 
 
-def install_wheels(wheels: list[Path], site_packages: Path) -> None:
+def install_wheels(wheels: list[Path], site_packages: Path) -> dict[str, str]:
     """Unpack each wheel into `site_packages`, in the order given (a later wheel's file
-    replaces an earlier one's, as a later pip install would)."""
+    replaces an earlier one's, as a later pip install would). Returns the sha256 (hex)
+    of each file written, by its path below `site_packages`: computed as it was written,
+    so the manifest need not read the files again."""
     site_packages.mkdir(parents=True, exist_ok=True)
+    digests: dict[str, str] = {}
     for wheel in wheels:
-        _install(wheel, site_packages)
+        _install(wheel, site_packages, digests)
+    return digests
 
 
-def _install(wheel: Path, site_packages: Path) -> None:
+def _install(wheel: Path, site_packages: Path, digests: dict[str, str]) -> None:
     try:
         with zipfile.ZipFile(wheel) as archive:
             members = [info for info in archive.infolist() if not info.is_dir()]
@@ -54,12 +58,13 @@ def _install(wheel: Path, site_packages: Path) -> None:
                         continue   # a script for this machine's Python
                     digest, size = _write(source, head, site_packages / relpath,
                                           info.external_attr >> 16)
-                written.append((relpath, digest, size))
+                written.append((relpath, _record_digest(digest), size))
+                digests[relpath] = digest.hex()
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise SourceError(f"{wheel}: cannot be installed as a wheel ({exc})",
                           "delete it from the wheel cache and pack again: bundler fetches "
                           "it again by the lock's sha256") from None
-    _finish_dist_info(site_packages / dist_info, dist_info, written)
+    digests.update(_finish_dist_info(site_packages / dist_info, dist_info, written))
 
 
 def _dist_info(wheel: Path, members: list[zipfile.ZipInfo]) -> str:
@@ -102,8 +107,8 @@ def _project(metadata: bytes, dist_info: str) -> str:
     return dist_info.split("-")[0]
 
 
-def _write(source: object, head: bytes, target: Path, mode: int) -> tuple[str, int]:
-    """The member's bytes to `target` (replacing any file there); its RECORD digest."""
+def _write(source: object, head: bytes, target: Path, mode: int) -> tuple[bytes, int]:
+    """The member's bytes to `target` (replacing any file there); their sha256 and size."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink() or target.is_file():
         target.unlink()
@@ -117,18 +122,26 @@ def _write(source: object, head: bytes, target: Path, mode: int) -> tuple[str, i
             out.write(chunk)
     if mode & stat.S_IXUSR:
         os.chmod(target, 0o755)
-    return "sha256=" + base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode(), size
+    return digest.digest(), size
+
+
+def _record_digest(digest: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _finish_dist_info(folder: Path, dist_info: str, written: list[tuple[str, str, int]]
-                      ) -> None:
+                      ) -> dict[str, str]:
+    """INSTALLER and RECORD written; their sha256 (hex) by path below site-packages."""
     installer = folder / "INSTALLER"
     installer.write_bytes(INSTALLER)
-    digest = base64.urlsafe_b64encode(hashlib.sha256(INSTALLER).digest()).rstrip(b"=")
-    rows = [*written, (f"{dist_info}/INSTALLER", "sha256=" + digest.decode(), len(INSTALLER))]
+    digest = hashlib.sha256(INSTALLER).digest()
+    rows = [*written, (f"{dist_info}/INSTALLER", _record_digest(digest), len(INSTALLER))]
     lines = [f"{_csv(path)},{digest},{size}" for path, digest, size in sorted(rows)]
     lines.append(f"{_csv(dist_info + '/RECORD')},,")
-    (folder / "RECORD").write_text("\n".join(lines) + "\n", encoding="utf-8", newline="\n")
+    record = ("\n".join(lines) + "\n").encode("utf-8")
+    (folder / "RECORD").write_bytes(record)
+    return {f"{dist_info}/INSTALLER": digest.hex(),
+            f"{dist_info}/RECORD": hashlib.sha256(record).hexdigest()}
 
 
 def _csv(path: str) -> str:
