@@ -68,6 +68,8 @@ HASHED = "bundler/pack/store/hashed.py"
 HASHED_TESTS = ("tests/integration/test_store_hashed.py",)
 INSTALLED_AGAIN = "bundler/pack/builders/installed_again.py"
 INSTALLED_AGAIN_TESTS = ("tests/integration/test_embedded_python_installed_again.py",)
+SCAN_MEMO = "bundler/pack/scan_memo.py"
+SCAN_MEMO_TESTS = ("tests/integration/test_scan_memo.py",)
 # Issue 42 items 1 and 3 (the store's owners; what a lock pins).
 TRUST = "bundler/pack/store/trust.py"
 OWNERS_TESTS = "tests/integration/test_store_owners.py"
@@ -238,7 +240,8 @@ MUTANTS = (
            "bundler/pack/pipeline.py", "        refuse_unfit_release(spec.recipe, "
            "spec.app_path)\n", "        pass\n", FACTS_TESTS),
     Mutant("loaded-names-unread", "the app scan ignores the names binaries load by name",
-           "bundler/pack/app_scan.py", "            loaded = _loaded_by_name(path, platform)\n",
+           "bundler/pack/app_scan.py",
+           "            loaded = loaded_from(held.names, platform).names\n",
            "            loaded = ()\n", FACTS_TESTS),
     Mutant("utf16-names-missed", "names held as UTF-16LE (LoadLibraryW's) are not read",
            NAMES, "for run in _UTF16.finditer(around):", "for run in _UTF16.finditer(b''):",
@@ -653,6 +656,14 @@ MUTANTS = (
            INSTALLED_AGAIN, "        then = proven.get(relpath)\n",
            "        then = proven.get(relpath) or stamp(site / relpath, follow_links=False)\n",
            INSTALLED_AGAIN_TESTS),
+    Mutant("scan-memo-unused", "the app scan reads every binary again on every pack",
+           SCAN_MEMO, "    return ScanMemo(store.root, store.key, digests) if",
+           "    return None if", SCAN_MEMO_TESTS),
+    Mutant("scan-memo-keyed-by-path", "the app scan takes what it read from a file at the "
+           "same path, whatever its bytes now", SCAN_MEMO,
+           "        sha256 = self.digests.get(relpath)\n",
+           "        sha256 = hashlib.sha256(relpath.encode()).hexdigest() \\\n"
+           "            if relpath in self.digests else None\n", SCAN_MEMO_TESTS),
     Mutant("hashed-stamp-unchecked", "the store takes an object's recorded hash whatever its "
            "stamp now", HASHED, 'body["stamp"] != list(now) or', "False or",
            HASHED_TESTS + FRESH_INPUT_TESTS),

@@ -75,6 +75,12 @@ class LoadedNames:
 
 def loaded_by_name(path: Path, platform: Platform) -> LoadedNames:
     """The runtime libraries `path` loads by name (none when it names no loader)."""
+    return loaded_from(names_held(path, platform), platform)
+
+
+def names_held(path: Path, platform: Platform) -> tuple[bool, tuple[str, ...]]:
+    """What `path`'s bytes hold, before any rule of what counts: whether it names a
+    dynamic loader, and every library-like name (one per name key), in order found."""
     found: dict[str, str] = {}
     loader = False
     ends = _ends(platform.library_names, platform.case_insensitive)
@@ -88,9 +94,15 @@ def loaded_by_name(path: Path, platform: Platform) -> LoadedNames:
                 for name in _names_in(around):
                     found.setdefault(platform.name_key(name), name)
             tail = window[-_LONGEST:]
+    return loader, tuple(found.values())
+
+
+def loaded_from(held: tuple[bool, tuple[str, ...]], platform: Platform) -> LoadedNames:
+    """The runtime libraries a binary holding `held` (names_held) loads by name."""
+    loader, found = held
     if not loader:
         return LoadedNames()
-    names = [n for n in found.values()
+    names = [n for n in found
              if platform.is_library(n) and is_runtime_library(n, platform)]
     return _split_alternatives(sorted(names, key=platform.name_key), platform)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from bundler.errors import CheckError
@@ -37,8 +38,14 @@ from bundler.frameworks.facts import (
     refuse_unfit,
 )
 from bundler.frameworks.installed import installed
-from bundler.frameworks.loaded_names import loaded_by_name, require_scannable
+from bundler.frameworks.loaded_names import (
+    loaded_by_name,
+    loaded_from,
+    names_held,
+    require_scannable,
+)
 from bundler.pack.builders.folder import outputs_in
+from bundler.pack.scan_memo import Held, ScanMemo
 from bundler.recipe.library_imports import is_runtime_library
 from bundler.releases.catalogue import parse_release_name
 from bundler.targets.registry import (
@@ -107,10 +114,11 @@ class AppScan:
 
 
 def scan_app(root: Path, skip: str = "", *, platform: Platform,
-             own: Mapping[Path, str] | None = None) -> AppScan:
+             own: Mapping[Path, str] | None = None, memo: ScanMemo | None = None) -> AppScan:
     """Scan the app folder `root`, an app for `platform` (its binaries are read as that
     platform's: the recipe's, which the bundle is for); `skip` is a folder inside it
-    (relative, /) left out (the runtime folder being built)."""
+    (relative, /) left out (the runtime folder being built). `memo`: what earlier scans
+    read from files of known sha256 (pack/scan_memo.py)."""
     compat = platform.driver_table()
     needs: list[Need] = []
     shipped: dict[str, str] = {}
@@ -129,12 +137,15 @@ def scan_app(root: Path, skip: str = "", *, platform: Platform,
             continue
         if platform.is_library(path.name):
             shipped.setdefault(platform.name_key(path.name), relpath)
-        imports.append((relpath, _imports(path, platform)))
+        by_name = not is_runtime_library(path.name, platform)   # NVIDIA's own: the recipe's
+        held = memo.held(relpath, platform.name, partial(_held, path, platform), by_name) \
+            if memo else _held(path, platform, by_name)
+        imports.append((relpath, held.imports))
         runtime = [name for name in imports[-1][1] if is_runtime_library(name, platform)]
         needs += [Need(name, relpath, "imported by") for name in runtime]
         loaded: tuple[str, ...] = ()
-        if not is_runtime_library(path.name, platform):   # NVIDIA's own: the recipe's
-            loaded = _loaded_by_name(path, platform)
+        if by_name and held.names is not None:
+            loaded = loaded_from(held.names, platform).names
             needs += [Need(name, relpath, "loaded by name by") for name in loaded]
         uses = (f"imports {runtime[0]}" if runtime else f"loads {loaded[0]} by name"
                 if loaded else f"is {path.name}" if is_runtime_library(path.name, platform)
@@ -242,9 +253,15 @@ def _imports(path: Path, platform: Platform) -> tuple[str, ...]:
         return ()   # not a binary (a data file named .dll): nothing it could load
 
 
-def _loaded_by_name(path: Path, platform: Platform) -> tuple[str, ...]:
+def _held(path: Path, platform: Platform, with_names: bool) -> Held:
+    """What the scan reads from a binary: its imports, and the names it holds."""
+    return Held(_imports(path, platform),
+                _names_held(path, platform) if with_names else None)
+
+
+def _names_held(path: Path, platform: Platform) -> tuple[bool, tuple[str, ...]]:
     try:
-        return loaded_by_name(path, platform).names
+        return names_held(path, platform)
     except OSError as exc:
         raise CheckError(f"{path}: cannot be read for the libraries it loads by name "
                          f"({exc.strerror or exc})",

@@ -44,6 +44,7 @@ from bundler.pack.reuse import (
     reuse_runtime,
     store_trouble,
 )
+from bundler.pack.scan_memo import ScanMemo, memo_of
 from bundler.pack.signatures import SignatureChecker, check_signatures
 from bundler.pack.sources import Source, close_all, given_path, open_sources, wheel_cache_folders
 from bundler.pack.spec import Spec
@@ -132,9 +133,9 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
     store = _store_or_none(environ, warnings)
     keep_wheels = pins.keep_wheels(environ)   # a typo is said before any work
 
-    def select_and_open(bundle: Path, skip: str, left_out: tuple[LeftOutWheel, ...] = ()
-                        ) -> tuple[Selection, dict[str, Source]]:
-        selection = _select(spec, recipe, bundle, skip, left_out, own)
+    def select_and_open(bundle: Path, skip: str, left_out: tuple[LeftOutWheel, ...] = (),
+                        memo: ScanMemo | None = None) -> tuple[Selection, dict[str, Source]]:
+        selection = _select(spec, recipe, bundle, skip, left_out, own, memo)
         takes = _members_by_source(recipe.files_for(selection.components))
         return selection, open_sources(recipe, takes, given, spec.folder, environ,
                                        offline=offline, store=store)
@@ -156,7 +157,7 @@ def pack(spec: Spec, *, out: Path | None = None, overrides: Mapping[str, str] | 
             if selection is None:
                 runtime = (app_root / spec.runtime_dir).relative_to(staging.folder)
                 selection, sources = select_and_open(staging.folder, runtime.as_posix(),
-                                                     built.left_out)
+                                                     built.left_out, memo_of(store, built.digests))
             runtime_dir = app_root / spec.runtime_dir
             made = _make_runtime(spec, recipe, selection, sources, store, previous,
                                  runtime_dir, copy)
@@ -319,8 +320,8 @@ def _make_runtime(spec: Spec, recipe: Recipe, selection: Selection,
 
 
 def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,
-            left_out: tuple[LeftOutWheel, ...] = (), own: Mapping[Path, str] | None = None
-            ) -> Selection:
+            left_out: tuple[LeftOutWheel, ...] = (), own: Mapping[Path, str] | None = None,
+            memo: ScanMemo | None = None) -> Selection:
     """The components: the spec's (or the default ones), plus what the app scan finds
     the app needs, plus the spec's [scan] extras, plus what stands in for the nvidia-*
     wheels the builder left out. `skip`: a folder of `app` left out."""
@@ -329,7 +330,7 @@ def _select(spec: Spec, recipe: Recipe, app: Path, skip: str,
     needs += [Need(dll, f"{w.distribution} {w.version}, left out of the app", "in place of")
               for w in left_out for dll in w.libraries]
     if spec.scan.enabled and app.is_dir():
-        scan = scan_app(app, skip, platform=recipe.target, own=own)
+        scan = scan_app(app, skip, platform=recipe.target, own=own, memo=memo)
         needs = list(scan.needs) + needs
     environment = examine(spec, recipe, app, skip) if app.is_dir() else None
     selection = select_for_app(recipe, spec.components, spec.scan.components, needs, scan,

@@ -25,7 +25,7 @@ FOLDER_MODE = 0o755
 # The store's folders, made when it is opened, so that code which makes one with a
 # plain mkdir finds it made.
 TOP_FOLDERS = ("objects", "sources", "signatures", "used", "locks", "tmp", "fresh",
-               "zip-streams", "hashed", "pins", "installed")
+               "zip-streams", "hashed", "pins", "installed", "scans")
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
