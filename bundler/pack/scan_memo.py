@@ -2,7 +2,7 @@
 
 The app scan reads every binary the app ships for its imports and for the library names
 it holds (app_scan, frameworks/loaded_names.py): for the embedded Paddle 2.6.2 app, 71
-binaries and 1.5 GB, about 2 s of a one-file edit's re-pack, the same bytes every time.
+binaries and 2.0 GB, about 2 s of a one-file edit's re-pack, the same bytes every time.
 Where the builder knows a file's sha256 (it computed it as it wrote the file, or proved
 it: builders/installed_again.py), what the scan read from those bytes is kept in the
 store (`scans/<ab>/<sha256>.json`, sealed, store/seal.py) and taken from there next

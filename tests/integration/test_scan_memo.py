@@ -1,6 +1,6 @@
 """Issue 41: the app scan takes what it read from a binary of known sha256 from the store
 (pack/scan_memo.py) instead of reading the bytes again: the embedded Paddle app's 71
-binaries (1.5 GB) cost about 2 s of each one-file edit's re-pack.
+binaries (2.0 GB) cost about 2 s of each one-file edit's re-pack.
 
 A stand-in wheel ships the stand-in framework (it loads cudnn64_8.dll by name) as
 `demo_gpu/native.pyd` into an embedded-python bundle's site-packages. The scan's reads

@@ -2,7 +2,7 @@
 
 An embedded-python re-pack whose lock names the same wheels made the same
 site-packages as the bundle it replaces: unpacking them again cost an edit of one app
-file 11 s for the Paddle 2.6.2 app (477 MB wheel, 3,900 files, 2.6 GB; issue 41). So
+file 11 s for the Paddle 2.6.2 app (477 MB wheel, 3,947 files, 2.04 GB; issue 41). So
 each pack keeps, sealed in the store (`installed/<hash of the bundle's path>.json`,
 store/seal.py), what it put in its bundle's `python/Lib/site-packages`: each file's
 sha256 and, once proven, its stamp, and the set it was made from (`set_key`: the
