@@ -169,7 +169,9 @@ def _link(origin: Path, target: Path, then: tuple[int, ...]) -> None:
     the one proven (size, modification time, file id, device; the link moves its change
     time)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.link(origin, target, follow_symlinks=False)
+    # os.link's own default (Windows has no follow_symlinks=False): were `origin` a link
+    # now, the file linked would be another, and the stamp below refuses it
+    os.link(origin, target)
     now = stamp(target, follow_links=False)
     if (now[0], now[1], now[3], now[4]) != (then[0], then[1], then[3], then[4]):
         raise _NotTheFile(target)
