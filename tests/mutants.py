@@ -594,6 +594,14 @@ MUTANTS = (
            "app folder (a lock, a zip in an app of \".\") is recorded", UP_TO_DATE,
            "            _changed_since(taken, {str(path) for path in made.outputs}, started):",
            "            False:", ("tests/integration/test_zip_paths.py",)),
+    Mutant("installed-records-outlive-bundles", "cache prune keeps the installed/ record "
+           "of an embedded-python bundle that is gone", "bundler/pack/builders/installed_again.py",
+           "if not isinstance(body, dict) or not Path(str(bundle)).is_dir():",
+           "if not isinstance(body, dict):", ("tests/integration/test_scan_memo.py",)),
+    Mutant("scan-records-outlive-bundles", "cache prune keeps what was read of binaries no "
+           "bundle holds any more", "bundler/pack/scan_memo.py",
+           "        if path.stem not in named:\n", "        if False:\n",
+           ("tests/integration/test_scan_memo.py",)),
     Mutant("fresh-locked-kept-lock", "up to date: a --locked pack that kept a lock the next "
            "pack rewrites is recorded", "bundler/pack/pipeline.py",
            "if builder.inputs_known and _lock_is(spec.lock_path, lock.to_bytes())",

@@ -12,6 +12,8 @@ from dataclasses import asdict
 from bundler.commands.options import add_json
 from bundler.commands.output import human_size as _size
 from bundler.errors import EXIT_OK, BundlerError
+from bundler.pack import scan_memo
+from bundler.pack.builders import installed_again
 from bundler.pack.store.caches import (
     CACHE_MAX_VARIABLE,
     DEFAULT_CACHE_MAX,
@@ -54,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
                            f"unset {STORE_VARIABLE} to use the store")
     pruning = args.action == "prune" and not args.dry_run
     report = prune(store) if pruning else examine(store)
+    if pruning:   # the records of what embedded-python bundles hold, and of their scans
+        scan_memo.prune(store.root, installed_again.prune(store.root, store.key))
     caches = prune_caches(store, os.environ) if pruning else examine_caches(store, os.environ)
     cap = size_cap(os.environ)
     if args.json:

@@ -96,6 +96,16 @@ class ScanMemo:
             os.replace(temporary, path)
 
 
+def prune(store_root: Path, named: set[str]) -> None:
+    """`bundler cache prune`: remove what was read of binaries no record of an installed
+    site-packages names any more (builders/installed_again.prune): their bundles are
+    gone, and the records would only grow."""
+    for path in sorted((store_root / FOLDER).glob("*/*.json")):
+        if path.stem not in named:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
 def memo_of(store: Store | None, digests: Mapping[str, str]) -> ScanMemo | None:
     """The memo of this pack's scan: where the store is, and the builder knew sha256."""
     return ScanMemo(store.root, store.key, digests) if store is not None and digests else None

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 import zipfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from bundler.cli import main
 from bundler.pack import app_scan, pipeline
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
@@ -117,3 +119,24 @@ def test_other_bytes_at_the_same_path_are_read(
     result = edit_and_pack(spec, environ, reads, "2.0")
     assert reads["native.pyd"] == 1
     assert not loaded_by_native(result)
+
+
+def test_cache_prune_drops_the_records_of_a_bundle_that_is_gone(
+        app: tuple[Path, dict[str, str], Counter[str]], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The installed/ and scans/ records of a deleted bundle would only grow: prune
+    removes them, and keeps those of a bundle that is still there."""
+    spec, environ, _ = app
+    result = pack(load_spec(spec), environ=environ)
+    store = Path(environ["BUNDLER_STORE"])
+    for variable, value in environ.items():
+        monkeypatch.setenv(variable, value)
+    assert main(["cache", "prune"]) == 0
+    capsys.readouterr()
+    installed = sorted((store / "installed").glob("*.json"))
+    scans = sorted((store / "scans").glob("*/*.json"))
+    assert len(installed) == 1 and scans   # the bundle is there: kept
+    shutil.rmtree(result.out)
+    assert main(["cache", "prune"]) == 0
+    assert not list((store / "installed").glob("*.json"))
+    assert not list((store / "scans").glob("*/*.json"))

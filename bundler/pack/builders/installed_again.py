@@ -194,7 +194,7 @@ def remember(keeping: Keeping, made_from: str, site: Path, digests: Mapping[str,
                         and now[2] < at:
                     recorded = list(now)
         files[relpath] = [sha256, recorded]
-    body = {"set": made_from, "at": at, "files": files,
+    body = {"set": made_from, "at": at, "files": files, "bundle": str(keeping.bundle),
             "left_out": [[w.distribution, w.version, list(w.libraries), w.whole]
                          for w in left_out]}
     path = _path(keeping)
@@ -204,6 +204,25 @@ def remember(keeping: Keeping, made_from: str, site: Path, digests: Mapping[str,
         with os.fdopen(handle, "wb") as out:
             out.write(json_bytes(seal(keeping.key, _KIND, str(keeping.bundle), body)))
         os.replace(temporary, path)
+
+
+def prune(store_root: Path, key: bytes) -> set[str]:
+    """`bundler cache prune`: remove the records of bundles that are gone (or that do not
+    verify); the sha256 of every file the remaining records name (scan_memo.prune keeps
+    what it read of those)."""
+    named: set[str] = set()
+    for path in sorted((store_root / FOLDER).glob("*.json")):
+        try:
+            record = read_json(path, _MAX_RECORD_BYTES, BundlerError, "")
+            bundle = record["body"]["bundle"] if isinstance(record, dict) else None
+            body = unseal(key, _KIND, str(bundle), record)
+            if not isinstance(body, dict) or not Path(str(bundle)).is_dir():
+                raise ValueError(path)
+            named.update(str(entry[0]) for entry in body["files"].values())
+        except (BundlerError, OSError, KeyError, TypeError, ValueError, IndexError):
+            with contextlib.suppress(OSError):
+                path.unlink()
+    return named
 
 
 def forget(keeping: Keeping) -> None:
