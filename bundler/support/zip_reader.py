@@ -91,6 +91,9 @@ class ZipArchive:
         members: dict[str, Member] = {}
         folded: dict[str, str] = {}
         for info in infos:
+            if not info.filename:   # zipfile's is_dir() would index the empty name
+                raise SourceError(f"{self.path}: a member of its directory has no name",
+                                  "this archive is damaged or tampered with: get the original")
             if info.is_dir():
                 continue
             name = info.filename

@@ -30,3 +30,19 @@ def test_twin_members_are_refused_saying_how_they_differ(
     assert caught.value.message.endswith(
         f"members 'cuda/bin/cudnn64_8.dll' and {second!r} {said}; Windows (and bundler) "
         "can take only one of them"), caught.value.message
+
+
+def test_a_member_with_no_name_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """A damaged directory entry whose name starts with a NUL byte, which zipfile cuts the
+    name at (found by test_fuzz's central directory fuzzing: zipfile's is_dir() then
+    indexed the empty name, exit 3)."""
+    path = tmp_path / "nameless.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("cuda/bin/a.dll", b"first")
+    raw = bytearray(path.read_bytes())
+    central = raw.rindex(b"PK\x01\x02")
+    raw[central + 46] = 0   # the name's first byte
+    path.write_bytes(bytes(raw))
+    with pytest.raises(SourceError) as caught:
+        ZipArchive(path)
+    assert "a member of its directory has no name" in caught.value.message

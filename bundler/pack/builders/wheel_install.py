@@ -43,7 +43,10 @@ def install_wheels(wheels: list[Path], site_packages: Path) -> dict[str, str]:
 def _install(wheel: Path, site_packages: Path, digests: dict[str, str]) -> None:
     try:
         with zipfile.ZipFile(wheel) as archive:
-            members = [info for info in archive.infolist() if not info.is_dir()]
+            # a member with an empty name (a damaged directory) is no file: zipfile's
+            # is_dir() would index it
+            members = [info for info in archive.infolist()
+                       if info.filename and not info.is_dir()]
             dist_info = _dist_info(wheel, members)
             data = dist_info[: -len(".dist-info")] + ".data"
             project = _project(archive.read(f"{dist_info}/METADATA"), dist_info)
