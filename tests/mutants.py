@@ -602,6 +602,10 @@ MUTANTS = (
            "bundle holds any more", "bundler/pack/scan_memo.py",
            "        if path.stem not in named:\n", "        if False:\n",
            ("tests/integration/test_scan_memo.py",)),
+    Mutant("init-unread-requirements-unsaid", "init passes a requirements.txt it does not "
+           "read (a link, a named pipe) by in silence", "bundler/init/command.py",
+           "    for line in unread_requirements(app, spec.parent):\n",
+           "    for line in ():\n", ("tests/integration/test_hostile_files.py",)),
     Mutant("fresh-locked-kept-lock", "up to date: a --locked pack that kept a lock the next "
            "pack rewrites is recorded", "bundler/pack/pipeline.py",
            "if builder.inputs_known and _lock_is(spec.lock_path, lock.to_bytes())",

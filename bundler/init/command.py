@@ -26,6 +26,7 @@ from bundler.init.requirements import (
     has_site_packages,
     pinned_frameworks,
     platform_in_requirements,
+    unread_requirements,
 )
 from bundler.init.writer import Build, EntryGuess, app_name, guess_entry, render
 from bundler.pack.app_scan import app_gpu_binaries, scan_app
@@ -52,6 +53,8 @@ def init(args: argparse.Namespace) -> int:
     spec = _new_spec_path(args.out, app)
     given = {sid: _given_path(path) for sid, path in args.source or []}
     entry = guess_entry(app)
+    for line in unread_requirements(app, spec.parent):
+        print(f"warning: {line}", file=sys.stderr)
     platform, said = _platform(args.platform, args.builder, app, spec.parent, entry)
     build = _build(args.builder, app, spec.parent, entry, platform)
     build = replace(build, platform=f"platform {platform.release_suffix}, {said}")

@@ -53,6 +53,19 @@ def find_requirements(app: Path, spec_folder: Path) -> Path | None:
     return None
 
 
+def unread_requirements(app: Path, spec_folder: Path) -> list[str]:
+    """Each requirements.txt where find_requirements looks that it does not take (a
+    link, a named pipe, a folder), said as such: init never passes one by in silence."""
+    said = []
+    for folder in (app, spec_folder):
+        path = folder / REQUIREMENTS
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+            what = "a link" if path.is_symlink() else "not a regular file"
+            said.append(f"{path}: {what}, not read (init reads a requirements.txt that is "
+                        "a regular file)")
+    return said
+
+
 def has_site_packages(app: Path) -> bool:
     """Whether packages are installed inside the app folder (a site-packages a few levels
     down; git's folder is not the app's)."""

@@ -168,3 +168,23 @@ def test_a_fifo_as_the_entry_script_fails_verify_without_waiting(packed: Workspa
     done = run_bounded("verify", packed.dist)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_requirements_txt_init_does_not_read_is_said(tmp_path: Path, capsys, kind: str
+                                                      ) -> None:
+    """A requirements.txt that is a named pipe (never waited on) or a link is not read by
+    init: it says so instead of writing the spec as if there were none."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "main.py").write_text("print('hi')\n")
+    requirements = app / "requirements.txt"
+    if kind == "fifo":
+        os.mkfifo(requirements)
+    else:
+        (tmp_path / "real.txt").write_text("numpy==1.26.4\n")
+        requirements.symlink_to(tmp_path / "real.txt")
+    code, _, err = run_cli(capsys, "init", app, "--out", tmp_path / "app.spec")
+    assert code == 0, err
+    said = "a link" if kind == "link" else "not a regular file"
+    assert f"warning: {requirements}: {said}, not read" in err, err
