@@ -140,3 +140,24 @@ def test_the_wrapper_spec_and_log_are_where_the_docs_say(tmp_path: Path) -> None
         freeze(load_spec(spec), staging, RUNTIME)
     work = tmp_path / "build" / "bundler-x"
     assert (work / "bundler.spec").is_file() and (work / "pyinstaller.log").is_file()
+
+
+def test_pyinstaller_that_cannot_be_started_is_said_so(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system refusing to start PyInstaller (Wine's CreateProcess 'Internal error',
+    a missing interpreter) is named as such, not as "a file bundler needed"."""
+    from bundler.pack.builders import pyinstaller
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise OSError(22, "Internal error")
+
+    monkeypatch.setattr(pyinstaller.subprocess, "Popen", refused)
+    plan = pyinstaller.BuildPlan(work=tmp_path, app_spec=tmp_path / "ocr.spec",
+                                 wrapper=tmp_path / "wrapper.spec",
+                                 layout=tmp_path / "layout.json", log=tmp_path / "log.txt",
+                                 cwd=tmp_path, bootstrap_sha256="")
+    spec = type("S", (), {"name": "ocr"})()
+    with pytest.raises(BuildError) as caught:
+        pyinstaller._run_pyinstaller(spec, plan, tmp_path / "dist", {}, [])  # type: ignore[arg-type]
+    assert caught.value.message.startswith(f"{tmp_path / 'ocr.spec'}: PyInstaller could not "
+                                           "be started ("), caught.value.message

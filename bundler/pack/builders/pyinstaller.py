@@ -249,9 +249,15 @@ def _run_pyinstaller(spec: Spec, plan: BuildPlan, dist: Path, environ: dict[str,
         # some relative paths (runtime_hooks) against the working directory. Pipes,
         # not a file handle: under Wine a Windows Python cannot start with its
         # output redirected straight into a file.
-        with subprocess.Popen(command, cwd=plan.cwd, env=environ, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, encoding="utf-8", errors="replace") as child:
+        try:
+            child = subprocess.Popen(command, cwd=plan.cwd, env=environ,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, encoding="utf-8",
+                                     errors="replace")
+        except OSError as exc:   # the system would not start it: say so, not "a file"
+            raise BuildError(f"{plan.app_spec}: PyInstaller could not be started ({exc})",
+                             f"check that {sys.executable} runs, and pack again") from None
+        with child:
             assert child.stdout is not None
             for line in child.stdout:
                 log.write(line)
