@@ -19,6 +19,7 @@ import hashlib
 import json
 import shutil
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -39,11 +40,13 @@ if os.environ.get("RELOCK_PIP_LOG") and sys.argv[1:2] in (["install"], ["downloa
 '''
 
 
-def make_wheel(folder: Path, name: str, version: str, requires: str = "") -> Path:
-    """A pure-Python wheel as a build backend writes it (METADATA, WHEEL, RECORD)."""
+def make_wheel(folder: Path, name: str, version: str, requires: str = "",
+               extra: Mapping[str, bytes] | None = None) -> Path:
+    """A wheel as a build backend writes it (METADATA, WHEEL, RECORD), pure Python but
+    for the `extra` files it also holds (a .pyd, say)."""
     module = name.replace("-", "_")
     info = f"{module}-{version}.dist-info"
-    files = {f"{module}/__init__.py": f"VERSION = {version!r}\n".encode(),
+    files = {f"{module}/__init__.py": f"VERSION = {version!r}\n".encode(), **(extra or {}),
              f"{info}/METADATA": (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
                                   + (f"Requires-Dist: {requires}\n" if requires else "")
                                   ).encode(),

@@ -9,10 +9,7 @@ of a binary (app_scan._held) are counted.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import shutil
-import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -23,26 +20,14 @@ from bundler.pack import app_scan, pipeline
 from bundler.pack.pipeline import pack
 from bundler.pack.spec import load_spec
 from tests.integration.test_embedded_python import bundler_cache, embedded_workspace
+from tests.integration.test_embedded_python_relock import make_wheel
 
 NATIVE = "python/Lib/site-packages/demo_gpu/native.pyd"
 
 
 def gpu_wheel(folder: Path, version: str, native: bytes) -> Path:
     """demo-gpu VERSION (py3-none-any, as a build backend writes it) holding `native`."""
-    info = f"demo_gpu-{version}.dist-info"
-    files = {"demo_gpu/__init__.py": b"", "demo_gpu/native.pyd": native,
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: demo-gpu\nVersion: {version}\n"
-                                 .encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                              b"Tag: py3-none-any\n"}
-    record = "".join(
-        f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
-        for path, data in files.items()) + f"{info}/RECORD,,\n"
-    wheel = folder / f"demo_gpu-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, data in [*files.items(), (f"{info}/RECORD", record.encode())]:
-            archive.writestr(zipfile.ZipInfo(path, (2024, 1, 1, 0, 0, 0)), data)
-    return wheel
+    return make_wheel(folder, "demo-gpu", version, extra={"demo_gpu/native.pyd": native})
 
 
 @pytest.fixture
