@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from bundler.errors import BundlerError
 from bundler.pack.store.seal import seal, unseal
-from bundler.pack.store.trust import make_folder
-from bundler.support.json_files import json_bytes, read_json
+from bundler.pack.store.trust import write_record
+from bundler.support.json_files import read_json
 
 if TYPE_CHECKING:
     from bundler.pack.store.store import Store
@@ -87,13 +85,8 @@ class ScanMemo:
         body = {"imports": list(held.imports),
                 "names": None if held.names is None else [held.names[0],
                                                           list(held.names[1])]}
-        path = _path(self.store_root, sha256)
         with contextlib.suppress(OSError):
-            make_folder(path.parent)   # never group-writable (store/trust.py)
-            handle, temporary = tempfile.mkstemp(prefix=f".{sha256[:16]}.", dir=path.parent)
-            with os.fdopen(handle, "wb") as out:
-                out.write(json_bytes(seal(self.key, _KIND, name, body)))
-            os.replace(temporary, path)
+            write_record(_path(self.store_root, sha256), seal(self.key, _KIND, name, body))
 
 
 def prune(store_root: Path, named: set[str]) -> None:

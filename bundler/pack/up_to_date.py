@@ -47,9 +47,9 @@ from typing import Any
 from bundler.errors import BundlerError
 from bundler.pack.fresh_stamps import ROOT, all_stamps, dependencies, first_change, snapshot
 from bundler.pack.store.seal import seal, unseal
-from bundler.pack.store.trust import make_folder
+from bundler.pack.store.trust import make_folder, write_record
 from bundler.support.file_stamps import stamp
-from bundler.support.json_files import json_bytes, read_json
+from bundler.support.json_files import read_json
 from bundler.version import __version__
 
 FOLDER = "fresh"
@@ -260,11 +260,7 @@ def _hashed_parts(parts: Mapping[str, str]) -> dict[str, str]:
 
 def _write(path: Path, data: object) -> bool:
     try:
-        make_folder(path.parent)   # never group-writable (store/trust.py)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", dir=path.parent)
-        with os.fdopen(handle, "wb") as out:
-            out.write(json_bytes(data))
-        os.replace(temporary, path)
+        write_record(path, data)
     except OSError:
         return False
     return True

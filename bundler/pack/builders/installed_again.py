@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,10 +41,10 @@ from bundler.errors import BundlerError
 from bundler.pack.one_copy import LeftOutWheel
 from bundler.pack.store import hashed
 from bundler.pack.store.seal import seal, unseal
-from bundler.pack.store.trust import make_folder
+from bundler.pack.store.trust import write_record
 from bundler.support.file_stamps import stamp
 from bundler.support.hashing import sha256_file
-from bundler.support.json_files import json_bytes, read_json
+from bundler.support.json_files import read_json
 
 if TYPE_CHECKING:
     from bundler.pack.store.store import Store
@@ -197,13 +196,8 @@ def remember(keeping: Keeping, made_from: str, site: Path, digests: Mapping[str,
     body = {"set": made_from, "at": at, "files": files, "bundle": str(keeping.bundle),
             "left_out": [[w.distribution, w.version, list(w.libraries), w.whole]
                          for w in left_out]}
-    path = _path(keeping)
     with contextlib.suppress(OSError):
-        make_folder(path.parent)   # never group-writable (store/trust.py)
-        handle, temporary = tempfile.mkstemp(prefix=".installed.", dir=path.parent)
-        with os.fdopen(handle, "wb") as out:
-            out.write(json_bytes(seal(keeping.key, _KIND, str(keeping.bundle), body)))
-        os.replace(temporary, path)
+        write_record(_path(keeping), seal(keeping.key, _KIND, str(keeping.bundle), body))
 
 
 def prune(store_root: Path, key: bytes) -> set[str]:

@@ -38,9 +38,9 @@ from pathlib import Path
 
 from bundler.errors import BundlerError
 from bundler.pack.store.seal import seal, unseal
-from bundler.pack.store.trust import make_folder
+from bundler.pack.store.trust import make_folder, write_record
 from bundler.support.file_stamps import Stamp, stamp
-from bundler.support.json_files import json_bytes, read_json
+from bundler.support.json_files import read_json
 
 FOLDER = "hashed"
 _KIND = "hashed-object"
@@ -108,11 +108,7 @@ def remember(store_root: Path, key: bytes, sha256: str, proven: Sequence[int], a
     path = records.path(store_root, sha256)
     body = {"stamp": list(proven), "at": at, "crc": crc}
     try:
-        make_folder(path.parent)   # never group-writable (store/trust.py)
-        handle, temporary = tempfile.mkstemp(prefix=f".{sha256[:16]}.", dir=path.parent)
-        with os.fdopen(handle, "wb") as out:
-            out.write(json_bytes(seal(key, records.kind, sha256, body)))
-        os.replace(temporary, path)
+        write_record(path, seal(key, records.kind, sha256, body))
     except OSError:
         return False
     return True

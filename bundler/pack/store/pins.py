@@ -16,17 +16,15 @@ cache, and what `bundler cache` reports as held twice.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.pack.store.seal import seal, unseal
 from bundler.pack.store.store import SourceRecord, Store, StoreError
-from bundler.pack.store.trust import make_folder
-from bundler.support.json_files import json_bytes, read_json
+from bundler.pack.store.trust import write_record
+from bundler.support.json_files import read_json
 
 FOLDER = "pins"
 _KIND = "wheel-pin"
@@ -92,12 +90,7 @@ def remember(store: Store, pin: str, members: Mapping[str, str],
         return   # nothing new: a warm pack writes nothing here
     body = {"members": merged,
             "wanted": sorted({*(known.wanted if known else ()), *wanted})}
-    path = _path(store, pin)
-    make_folder(path.parent)
-    handle, temporary = tempfile.mkstemp(prefix=f".{pin[:16]}.", dir=path.parent)
-    with os.fdopen(handle, "wb") as out:
-        out.write(json_bytes(seal(store.key, _KIND, pin, body)))
-    os.replace(temporary, path)
+    write_record(_path(store, pin), seal(store.key, _KIND, pin, body))
 
 
 def covering(store: Store, pin: str, takes: Collection[str]) -> SourceRecord | None:

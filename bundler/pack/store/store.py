@@ -33,9 +33,15 @@ from pathlib import Path
 
 from bundler.errors import BundlerError
 from bundler.pack.store.seal import StoreKeyError, seal, store_key, unseal
-from bundler.pack.store.trust import Untrusted, check_tree, make_folder, make_top_folders
+from bundler.pack.store.trust import (
+    Untrusted,
+    check_tree,
+    make_folder,
+    make_top_folders,
+    write_record,
+)
 from bundler.support.hashing import sha256_file
-from bundler.support.json_files import json_bytes, read_json
+from bundler.support.json_files import read_json
 from bundler.support.user_dirs import user_cache_dir
 
 STORE_VARIABLE = "BUNDLER_STORE"
@@ -221,11 +227,7 @@ class Store:
         return sorted(self.objects.glob("*/*")) if self.objects.is_dir() else []
 
     def _write(self, path: Path, data: object) -> None:
-        make_folder(path.parent)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(handle, "wb") as out:
-            out.write(json_bytes(data))
-        os.replace(temporary, path)
+        write_record(path, data)
 
 
 def open_store(environ: Mapping[str, str]) -> Store | None:

@@ -19,7 +19,10 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import tempfile
 from pathlib import Path
+
+from bundler.support.json_files import json_bytes
 
 FOLDER_MODE = 0o755
 # The store's folders, made when it is opened, so that code which makes one with a
@@ -113,6 +116,23 @@ def make_folder(path: Path, mode: int = FOLDER_MODE) -> None:
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):
             os.mkdir(folder, mode & ~_OTHERS_WRITE)
+
+
+def write_record(path: Path, data: object) -> None:
+    """Write `data` as JSON to `path` as every store record is written: its folder made
+    as make_folder makes it, a complete temporary file beside it (named `.<name>.*`)
+    renamed over it, so a reader sees the old record or the new one, never half.
+    OSError as the file system raises it; the temporary file is not left behind."""
+    make_folder(path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(json_bytes(data))
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def make_top_folders(root: Path) -> None:

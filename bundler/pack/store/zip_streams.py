@@ -40,10 +40,10 @@ from typing import BinaryIO
 from bundler.errors import BundlerError
 from bundler.pack.store import hashed
 from bundler.pack.store.seal import seal, unseal
-from bundler.pack.store.trust import make_folder
+from bundler.pack.store.trust import make_folder, write_record
 from bundler.support.file_copy import copy_range
 from bundler.support.file_stamps import Stamp, stamp
-from bundler.support.json_files import json_bytes, read_json
+from bundler.support.json_files import read_json
 
 FOLDER = "zip-streams"
 _KIND = "zip-stream"
@@ -205,10 +205,7 @@ class StreamCache:
         make_folder(stream.parent)   # never group-writable (store/trust.py)
         written.close()   # Windows renames no open file
         os.replace(written.name, stream)
-        handle, temporary = tempfile.mkstemp(prefix=f".{key}.", dir=stream.parent)
-        with os.fdopen(handle, "wb") as out:
-            out.write(json_bytes(seal(self._key, _KIND, key, record.__dict__)))
-        os.replace(temporary, record_path)
+        write_record(record_path, seal(self._key, _KIND, key, record.__dict__))
 
     def drop(self, key: str) -> None:
         """Remove a kept stream, its record and the record of its last hash."""
