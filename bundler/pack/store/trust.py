@@ -11,7 +11,8 @@ fails is named once; the pack goes on without the store.
 
 Folders the store makes are made 0755 whatever the umask (a umask of 002, the default
 for users of many Linux distributions, would otherwise make them group-writable, and
-the next pack would refuse its own store).
+the next pack would refuse its own store). Every record is written by write_record, so
+each is made the same way: in such a folder, whole, or not at all.
 """
 
 from __future__ import annotations
